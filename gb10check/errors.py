@@ -1,0 +1,75 @@
+"""The one error hierarchy of gb10check.
+
+    GB10Error
+    ├── InventoryError        cluster.toml missing or invalid (a setup problem, not a cluster fault)
+    ├── HintCatalogueError    a hints file is malformed
+    ├── ParseError            a tool printed something its parser does not recognise
+    ├── ToolMissing           a tool the check reads is not installed on the node
+    ├── TransportError        reaching a node failed
+    │   ├── NodeUnreachable   connect / auth / host key failed: the node's checks fail with node-unreachable
+    │   └── CommandTimeout    a command outlived its bound (also recorded as CommandResult.timed_out)
+    ├── ServiceError          the HTTP API could not be asked (refused, timeout, not JSON)
+    └── SimError              the simulated cluster could not be built or torn down
+
+Third-party errors (paramiko, invoke, httpx, pydantic, tomllib) are translated at the boundary
+with ``raise ... from exc``; nothing above this module leaks them. An error may carry hint ids,
+which the pytest plugin turns into troubleshooting text.
+"""
+
+from __future__ import annotations
+
+
+class GB10Error(Exception):
+    hint_ids: tuple[str, ...] = ()
+
+    def __init__(self, message: str, *, hint_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        if hint_ids:
+            self.hint_ids = hint_ids
+
+
+class InventoryError(GB10Error):
+    pass
+
+
+class HintCatalogueError(GB10Error):
+    pass
+
+
+def excerpt(text: str, limit: int = 300) -> str:
+    """A bounded, single-quoted view of raw output for error messages."""
+    text = text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+    return repr(text)
+
+
+class ParseError(GB10Error):
+    hint_ids = ("unexpected-output",)
+
+    def __init__(self, what: str, detail: str, text: str) -> None:
+        self.what = what
+        self.text = text
+        super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}")
+
+
+class ToolMissing(GB10Error):
+    hint_ids = ("tool-missing",)
+
+
+class TransportError(GB10Error):
+    pass
+
+
+class NodeUnreachable(TransportError):
+    hint_ids = ("node-unreachable",)
+
+
+class CommandTimeout(TransportError):
+    hint_ids = ("command-timeout",)
+
+
+class ServiceError(GB10Error):
+    hint_ids = ("service-unreachable",)
+
+
+class SimError(GB10Error):
+    pass

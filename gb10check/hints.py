@@ -1,0 +1,118 @@
+"""The troubleshooting catalogue (hints.toml) and the matcher that attaches hints to failures."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from gb10check.errors import HintCatalogueError
+
+_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
+
+
+@dataclass(frozen=True)
+class Hint:
+    id: str
+    title: str
+    cause: str
+    fix: str
+    commands: tuple[str, ...]
+    symptoms: tuple[re.Pattern[str], ...]
+    source: str
+
+    def one_line(self) -> str:
+        return f"[{self.id}] {self.title}. Fix: {self.fix}"
+
+    def render(self) -> str:
+        lines = [f"[{self.id}] {self.title}", f"  cause: {self.cause}", f"  fix:   {self.fix}"]
+        lines += [f"    $ {c}" for c in self.commands]
+        return "\n".join(lines)
+
+
+def _entry(hint_id: str, raw: object, source: str) -> Hint:
+    where = f"{source}: [{hint_id}]"
+    if not _ID_RE.match(hint_id):
+        raise HintCatalogueError(f"{where}: id must be lowercase words joined by '-'")
+    if not isinstance(raw, dict):
+        raise HintCatalogueError(f"{where}: expected a table with {', '.join(_FIELDS)}")
+    unknown = sorted(set(raw) - set(_FIELDS))
+    if unknown:
+        raise HintCatalogueError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_FIELDS)}")
+    for key, kind in _FIELDS.items():
+        if key not in raw:
+            raise HintCatalogueError(f"{where}: missing key '{key}' ({kind.__name__})")
+        if not isinstance(raw[key], kind) or (kind is str and not raw[key].strip()):
+            raise HintCatalogueError(f"{where}: '{key}' must be a non-empty {kind.__name__}")
+    for key in ("commands", "symptoms"):
+        if not all(isinstance(item, str) and item for item in raw[key]):
+            raise HintCatalogueError(f"{where}: every item of '{key}' must be a non-empty string")
+    patterns = []
+    for pattern in raw["symptoms"]:
+        try:
+            patterns.append(re.compile(pattern, re.IGNORECASE | re.MULTILINE))
+        except re.error as exc:
+            raise HintCatalogueError(f"{where}: symptom {pattern!r} is not a valid regex: {exc}") from exc
+    return Hint(
+        id=hint_id,
+        title=raw["title"].strip(),
+        cause=raw["cause"].strip(),
+        fix=raw["fix"].strip(),
+        commands=tuple(raw["commands"]),
+        symptoms=tuple(patterns),
+        source=source,
+    )
+
+
+def parse_catalogue(text: str, source: str) -> dict[str, Hint]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HintCatalogueError(f"{source}: not valid TOML: {exc}") from exc
+    return {hint_id: _entry(hint_id, raw, source) for hint_id, raw in data.items()}
+
+
+class Catalogue:
+    def __init__(self, hints: dict[str, Hint]) -> None:
+        self._hints = dict(hints)
+
+    @classmethod
+    def load(cls, extra_files: Iterable[Path] = ()) -> Catalogue:
+        builtin = resources.files("gb10check").joinpath("hints.toml").read_text(encoding="utf-8")
+        hints = parse_catalogue(builtin, "gb10check/hints.toml")
+        for path in extra_files:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise HintCatalogueError(f"--hints {path}: cannot read: {exc.strerror}") from exc
+            hints.update(parse_catalogue(text, str(path)))
+        return cls(hints)
+
+    def __contains__(self, hint_id: object) -> bool:
+        return hint_id in self._hints
+
+    def __getitem__(self, hint_id: str) -> Hint:
+        return self._hints[hint_id]
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(self._hints)
+
+    def match(self, text: str) -> list[Hint]:
+        """Hints whose symptom patterns occur in text, in catalogue order."""
+        return [h for h in self._hints.values() if any(p.search(text) for p in h.symptoms)]
+
+    def resolve(self, named: Iterable[str], text: str) -> list[Hint]:
+        """Named hints first (in the order given), then symptom matches not already named."""
+        out: list[Hint] = []
+        for hint_id in named:
+            if hint_id not in self._hints:
+                raise HintCatalogueError(f"unknown hint id '{hint_id}' (not in the catalogue)")
+            if self._hints[hint_id] not in out:
+                out.append(self._hints[hint_id])
+        out += [h for h in self.match(text) if h not in out]
+        return out

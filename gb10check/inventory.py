@@ -1,0 +1,202 @@
+"""cluster.toml -> a typed, validated model of the cluster.
+
+Errors name the file, the key and what to write; unknown keys are errors (a typo must not
+silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gb10check.errors import InventoryError
+
+ENV_VAR = "GB10_CLUSTER"
+DEFAULT_PATH = "cluster.toml"
+EXAMPLE = "fixtures/cluster.example.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SshSettings(_Strict):
+    connect_timeout: float = Field(5.0, gt=0, le=120)
+    host_key_policy: Literal["known_hosts", "accept-new"] = "known_hosts"
+    known_hosts: str | None = None  # default: ~/.ssh/known_hosts and the system file
+    use_ssh_config: bool = True
+
+
+class Node(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    rank: int = Field(ge=0)
+    transport: Literal["ssh", "local"] = "ssh"
+    host: str | None = None
+    port: int | None = Field(None, ge=1, le=65535)
+    user: str | None = None
+    key: str | None = None
+    sudo: bool = True  # may the suite use `sudo -n` for root-only reads on this node
+
+    @model_validator(mode="after")
+    def _ssh_needs_host(self) -> Node:
+        if self.transport == "ssh" and not self.host:
+            raise ValueError("transport 'ssh' needs host = \"<address or ssh_config alias>\"")
+        return self
+
+
+class Link(_Strict):
+    netdev: str
+    rdma_device: str
+    gid_index: int = Field(3, ge=0)
+    min_gbps: float = Field(100.0, gt=0)
+    addresses: dict[str, str]  # node name -> "address/prefix"
+
+    @field_validator("addresses")
+    @classmethod
+    def _cidr(cls, value: dict[str, str]) -> dict[str, str]:
+        for node, addr in value.items():
+            try:
+                ipaddress.ip_interface(addr)
+            except ValueError as exc:
+                raise ValueError(f"{node} = {addr!r} is not an address/prefix like \"169.254.94.252/16\"") from exc
+            if "/" not in addr:
+                raise ValueError(f"{node} = {addr!r} needs a prefix length, like \"{addr}/16\"")
+        return value
+
+
+class Service(_Strict):
+    base_url: str = Field(pattern=r"^https?://")
+    served_model_name: str
+    model: str
+    max_model_len: int = Field(gt=0)
+    api_key_env: str | None = None
+    min_decode_tokens_per_s: float = Field(20.0, gt=0)
+    request_timeout: float = Field(30.0, gt=0, le=3600)
+
+
+class Deployment(_Strict):
+    compose_file: str
+    env_file: str
+    container: str
+    image: str
+    hf_cache: str
+
+
+class Thresholds(_Strict):
+    command_timeout: float = Field(10.0, gt=0, le=600)
+    min_mem_available_gib: float = Field(100.0, ge=0)
+    stop_mem_available_gib: float = Field(5.0, ge=0)
+
+
+class Cluster(_Strict):
+    name: str = "gb10"
+    tensor_parallel_size: int = Field(2, ge=1)
+
+
+class Inventory(_Strict):
+    cluster: Cluster = Cluster()
+    ssh: SshSettings = SshSettings()
+    nodes: list[Node] = Field(min_length=1)
+    links: list[Link] = []
+    service: Service | None = None
+    deployment: Deployment | None = None
+    thresholds: Thresholds = Thresholds()
+    source: str = Field("<memory>", exclude=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Inventory:
+        names = [n.name for n in self.nodes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node names must be unique; repeated: {', '.join(dupes)}")
+        ranks = sorted(n.rank for n in self.nodes)
+        if ranks != list(range(len(ranks))):
+            raise ValueError(f"node ranks must be 0..{len(ranks) - 1}, each once; found {ranks}")
+        for i, link in enumerate(self.links):
+            unknown = sorted(set(link.addresses) - set(names))
+            missing = sorted(set(names) - set(link.addresses))
+            if unknown:
+                raise ValueError(f"links[{i}] ({link.netdev}).addresses names unknown node(s) {unknown}")
+            if missing:
+                raise ValueError(f"links[{i}] ({link.netdev}).addresses lacks node(s) {missing}")
+        return self
+
+    @property
+    def api_node(self) -> Node:
+        return next(n for n in self.nodes if n.rank == 0)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+
+def _loc(loc: tuple[int | str, ...], data: Any) -> str:
+    """pydantic's ('nodes', 1, 'rank') -> 'nodes[1].rank' (with the node's name when known)."""
+    out = ""
+    node = data
+    for part in loc:
+        if isinstance(part, int):
+            name = node[part].get("name") if isinstance(node, list | tuple) and isinstance(node[part], dict) else None
+            out += f"[{part}]" + (f" (name = {name!r})" if name else "")
+        else:
+            out += ("." if out else "") + str(part)
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return out or "(top level)"
+
+
+def _describe(error: Any, data: Any) -> str:
+    where = _loc(tuple(error["loc"]), data)
+    if error["type"] == "extra_forbidden":
+        return f"key '{where}' is not known (misspelt?)"
+    if error["type"] == "missing":
+        return f"key '{where}' is required"
+    msg = error["msg"].removeprefix("Value error, ")
+    got = error.get("input")
+    shown = "" if isinstance(got, dict | list) else f" (found {got!r})"
+    return f"'{where}': {msg}{shown}"
+
+
+def parse_inventory(text: str, source: str) -> Inventory:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InventoryError(f"{source}: not valid TOML: {exc}") from exc
+    try:
+        return Inventory.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        problems = "\n".join(f"  - {_describe(e, data)}" for e in exc.errors())
+        raise InventoryError(
+            f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values."
+        ) from exc
+
+
+MISSING_HELP = """\
+gb10check: no cluster inventory ({why}).
+Write one: cp fixtures/cluster.example.toml cluster.toml   and edit nodes, links and service,
+then pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
+To try the suite without a cluster: pytest --sim   (the bundled simulated cluster; needs root)."""
+
+
+def resolve_path(cli: str | None, env: dict[str, str]) -> tuple[Path, str]:
+    """Where the inventory comes from: --cluster, else $GB10_CLUSTER, else ./cluster.toml."""
+    if cli:
+        return Path(cli).expanduser(), "--cluster"
+    if env.get(ENV_VAR):
+        return Path(env[ENV_VAR]).expanduser(), f"${ENV_VAR}"
+    return Path(DEFAULT_PATH), "default"
+
+
+def load_inventory(path: Path, origin: str = "--cluster") -> Inventory:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}")) from exc
+    except OSError as exc:
+        raise InventoryError(f"{path}: cannot read the inventory: {exc.strerror}") from exc
+    return parse_inventory(text, str(path))

@@ -1,0 +1,120 @@
+"""A node of the inventory: its transport and its fact snapshot (gathered once per session)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gb10check import inventory as inv
+from gb10check.errors import CommandTimeout, GB10Error, ParseError, ToolMissing, TransportError
+from gb10check.snapshot import PROBES, Probe, build_script, new_boundary, script_timeout, split_output
+from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    node: str
+    results: dict[str, CommandResult]
+    error: GB10Error | None = None  # set when the node could not be asked at all
+
+    def raw(self, probe: str) -> CommandResult:
+        """The probe's result; raises the node's transport error when there is no evidence."""
+        if self.error is not None:
+            raise self.error
+        return self.results[probe]
+
+    def parsed(self, probe: str, parser: Callable[[str], T], *, accept_rc: Iterable[int] = (0,)) -> T:
+        """Parse a probe's stdout. Timeouts, missing tools and unexpected exits raise, never pass."""
+        res = self.raw(probe)
+        if res.timed_out:
+            raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
+        if res.rc == 127:  # sh: the command was not found
+            raise ToolMissing(f"{self.node}: `{res.command}` is not installed or not on PATH: {res.stderr.strip()[:200]}")
+        text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
+        try:
+            return parser(text)
+        except ParseError as exc:
+            if res.rc not in tuple(accept_rc):
+                raise ParseError(exc.what, f"exit status {res.rc}, stderr {res.stderr.strip()[:200]!r}", text) from exc
+            raise
+
+
+class Node:
+    def __init__(self, spec: inv.Node, transport: Transport, command_timeout: float = 10.0) -> None:
+        self.spec = spec
+        self.transport = transport
+        self.command_timeout = command_timeout
+        self._snapshot: Snapshot | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def snapshot(self, probes: tuple[Probe, ...] = PROBES) -> Snapshot:
+        with self._lock:
+            if self._snapshot is None:
+                self._snapshot = self._gather(probes)
+            return self._snapshot
+
+    def _gather(self, probes: tuple[Probe, ...]) -> Snapshot:
+        boundary = new_boundary()
+        try:
+            res = self.transport.run(
+                build_script(probes, boundary, self.command_timeout),
+                timeout=script_timeout(probes, self.command_timeout),
+            )
+        except TransportError as exc:
+            return Snapshot(self.name, {}, error=exc)
+        return Snapshot(self.name, split_output(res.stdout, probes, boundary, res.duration))
+
+    def run(self, command: str, timeout: float) -> CommandResult:
+        return self.transport.run(command, timeout)
+
+
+def make_transport(spec: inv.Node, ssh: inv.SshSettings) -> Transport:
+    if spec.transport == "local":
+        return LocalTransport(spec.name)
+    assert spec.host is not None  # the inventory validated this
+    return SshTransport(
+        spec.name,
+        spec.host,
+        user=spec.user,
+        port=spec.port,
+        key=spec.key,
+        connect_timeout=ssh.connect_timeout,
+        host_key_policy=ssh.host_key_policy,
+        known_hosts=ssh.known_hosts,
+        use_ssh_config=ssh.use_ssh_config,
+    )
+
+
+class ClusterNodes:
+    """All nodes of an inventory; snapshots gathered in parallel on first use."""
+
+    def __init__(self, inventory: inv.Inventory) -> None:
+        self.inventory = inventory
+        timeout = inventory.thresholds.command_timeout
+        self.nodes = {s.name: Node(s, make_transport(s, inventory.ssh), timeout) for s in inventory.nodes}
+        self._gathered = False
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> Node:
+        return self.nodes[name]
+
+    def snapshot(self, name: str) -> Snapshot:
+        with self._lock:
+            if not self._gathered:
+                with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
+                    list(pool.map(lambda n: n.snapshot(), self.nodes.values()))
+                self._gathered = True
+        return self.nodes[name].snapshot()
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.transport.close()

@@ -1,0 +1,46 @@
+"""Asking the vLLM OpenAI-compatible API on the API node. Every request is bounded."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import httpx
+
+from gb10check.errors import ServiceError
+from gb10check.inventory import Service
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    url: str
+    status: int
+    text: str
+    elapsed: float
+
+
+class ServiceClient:
+    def __init__(self, spec: Service, env: dict[str, str] | None = None) -> None:
+        self.spec = spec
+        env = dict(os.environ) if env is None else env
+        key = env.get(spec.api_key_env) if spec.api_key_env else None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(
+            base_url=spec.base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(spec.request_timeout, connect=min(5.0, spec.request_timeout)),
+            trust_env=False,  # the API is local to the cluster: never through a proxy
+        )
+
+    def get(self, path: str) -> HttpAnswer:
+        url = f"{self.spec.base_url.rstrip('/')}{path}"
+        try:
+            resp = self._client.get(path)
+        except httpx.TimeoutException as exc:
+            raise ServiceError(f"GET {url}: no answer within {self.spec.request_timeout:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise ServiceError(f"GET {url}: {type(exc).__name__}: {exc}") from exc
+        return HttpAnswer(url, resp.status_code, resp.text, resp.elapsed.total_seconds())
+
+    def close(self) -> None:
+        self._client.close()

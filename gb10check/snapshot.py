@@ -1,0 +1,93 @@
+"""The node fact snapshot: many cheap read-only probes in one round trip, each bounded on its own.
+
+`build_script` turns probes into one POSIX sh script whose output is framed by a random
+boundary; `split_output` cuts that output back into one CommandResult per probe. Both are pure.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from dataclasses import dataclass
+
+from gb10check.transport import KILL_GRACE, CommandResult
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    command: str
+    timeout: float | None = None  # None: the inventory's thresholds.command_timeout
+
+
+# The cheap facts every session reads once per node. Active probes (a chat request,
+# ib_write_bw, docker run) are not here: they run on their own.
+PROBES: tuple[Probe, ...] = (
+    Probe("proc_driver_version", "cat /proc/driver/nvidia/version"),
+    Probe("module_version", "cat /sys/module/nvidia/version"),
+    Probe("nvidia_smi_query", "nvidia-smi --query-gpu=driver_version,name --format=csv,noheader"),
+    Probe("ibdev2netdev", "ibdev2netdev"),
+    Probe("meminfo", "cat /proc/meminfo"),
+    Probe("hostname", "hostname"),
+    Probe("whoami", "id -un"),
+)
+
+
+def new_boundary() -> str:
+    return "gb10-" + secrets.token_hex(8)
+
+
+def bound(probe: Probe, default: float) -> float:
+    return probe.timeout if probe.timeout is not None else default
+
+
+def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: float) -> str:
+    """One sh script: for each probe, its stdout, its stderr and its exit status, framed."""
+    parts = ['t=$(mktemp -d) || exit 97', "trap 'rm -rf \"$t\"' EXIT"]
+    for p in probes:
+        bounded = f"timeout -k {KILL_GRACE:g} {bound(p, default_timeout):g} sh -c {shlex.quote(p.command)}"
+        parts.append(
+            f'echo "{boundary} begin {p.name}"; {bounded} </dev/null 2>"$t/err"; rc=$?; '
+            f'echo; echo "{boundary} stderr {p.name}"; cat "$t/err"; echo; echo "{boundary} end {p.name} $rc"'
+        )
+    return "\n".join(parts) + "\n"
+
+
+def script_timeout(probes: tuple[Probe, ...], default_timeout: float) -> float:
+    """The whole script's bound: every probe at its worst, plus the shell's own start."""
+    return sum(bound(p, default_timeout) + KILL_GRACE for p in probes) + 5.0
+
+
+def _strip_added_newline(text: str) -> str:
+    # build_script adds one "\n" after each stream so a marker always starts a line
+    return text[:-1] if text.endswith("\n") else text
+
+
+def split_output(stdout: str, probes: tuple[Probe, ...], boundary: str, total_duration: float) -> dict[str, CommandResult]:
+    """Per-probe results; a probe that left no end marker (the script was cut short) is timed out."""
+    results: dict[str, CommandResult] = {}
+    b = re.escape(boundary)
+    for p in probes:
+        n = re.escape(p.name)
+        match = re.search(
+            rf"^{b} begin {n}\n(?P<out>.*?)^{b} stderr {n}\n(?P<err>.*?)^{b} end {n} (?P<rc>\d+)$",
+            stdout,
+            re.DOTALL | re.MULTILINE,
+        )
+        if match:
+            rc = int(match["rc"])
+            results[p.name] = CommandResult(
+                p.command,
+                rc,
+                _strip_added_newline(match["out"]),
+                _strip_added_newline(match["err"]),
+                total_duration,
+                timed_out=rc in (124, 137),
+            )
+            continue
+        partial = re.search(rf"^{b} begin {n}\n(?P<out>.*?)(?=^{b} |\Z)", stdout, re.DOTALL | re.MULTILINE)
+        results[p.name] = CommandResult(
+            p.command, None, partial["out"] if partial else "", "", total_duration, timed_out=True
+        )
+    return results

@@ -1,0 +1,239 @@
+"""Running commands on a node: one bounded contract, an SSH (fabric) and a local backend.
+
+Every command is bounded on both ends: the client stops waiting after `timeout` (+ a small
+grace), and the command itself runs under `timeout -k` on the node so that a hung tool does
+not linger there. A timeout is returned as a result (timed_out=True), never raised; failing to
+reach the node at all raises NodeUnreachable.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gb10check.errors import NodeUnreachable, TransportError
+
+KILL_GRACE = 2.0  # seconds between TERM and KILL on the node
+CLIENT_GRACE = 3.0  # how much longer the client waits than the node-side bound
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    command: str
+    rc: int | None  # None when the client gave up waiting
+    stdout: str
+    stderr: str
+    duration: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+
+def bounded(command: str, timeout: float) -> str:
+    """The node-side bound: coreutils timeout sends TERM, then KILL after a grace."""
+    return f"timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)}"
+
+
+class Transport(Protocol):
+    name: str
+
+    def run(self, command: str, timeout: float) -> CommandResult: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class TransportStats:
+    connections: int = 0
+    commands: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, *, connection: bool = False) -> None:
+        with self.lock:
+            self.connections += int(connection)
+            self.commands += int(not connection)
+
+
+class LocalTransport:
+    """The node the suite runs on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stats = TransportStats()
+
+    def run(self, command: str, timeout: float) -> CommandResult:
+        self.stats.count()
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(
+                ["sh", "-c", bounded(command, timeout)],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                stdin=subprocess.DEVNULL,
+                timeout=timeout + KILL_GRACE + CLIENT_GRACE,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return CommandResult(command, None, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True)
+        # coreutils timeout exits 124 on TERM, 137 when it had to KILL
+        timed_out = proc.returncode in (124, 137)
+        return CommandResult(command, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start, timed_out)
+
+    def close(self) -> None:
+        pass
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else value.decode(errors="replace")
+
+
+class SshTransport:
+    """A node reached over SSH through fabric: keys or agent only, never a password prompt.
+
+    The connection opens lazily on the first command and is reused for the session.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        host: str,
+        *,
+        user: str | None = None,
+        port: int | None = None,
+        key: str | None = None,
+        connect_timeout: float = 5.0,
+        host_key_policy: str = "known_hosts",
+        known_hosts: str | None = None,
+        use_ssh_config: bool = True,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.user = user
+        self.port = port
+        self.key = key
+        self.connect_timeout = connect_timeout
+        self.host_key_policy = host_key_policy
+        self.known_hosts = known_hosts
+        self.use_ssh_config = use_ssh_config
+        self.stats = TransportStats()
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def where(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{self.host}{port}"
+
+    def _connect(self) -> Any:
+        import paramiko
+        from fabric import Config, Connection
+
+        config = Config(lazy=not self.use_ssh_config)
+        connect_kwargs: dict[str, Any] = {
+            "banner_timeout": self.connect_timeout,
+            "auth_timeout": self.connect_timeout,
+            "channel_timeout": self.connect_timeout,
+            "allow_agent": True,
+        }
+        if self.key:
+            connect_kwargs["key_filename"] = [str(Path(self.key).expanduser())]
+            connect_kwargs["look_for_keys"] = False
+        conn = Connection(
+            self.host,
+            user=self.user,
+            port=self.port,
+            config=config,
+            connect_timeout=max(1, math.ceil(self.connect_timeout)),  # fabric takes whole seconds
+            connect_kwargs=connect_kwargs,
+        )
+        client = conn.client
+        if self.known_hosts:
+            path = Path(self.known_hosts).expanduser()
+            if path.exists():
+                client.load_host_keys(str(path))
+        else:
+            client.load_system_host_keys()
+        if self.host_key_policy == "accept-new":
+            client.set_missing_host_key_policy(_AcceptNew(self.known_hosts))
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            conn.open()
+        except paramiko.BadHostKeyException as exc:
+            raise NodeUnreachable(
+                f"{self.name} ({self.where}): host key does not match known_hosts (possible impostor, or the node was "
+                f"reinstalled): {exc}"
+            ) from exc
+        except paramiko.SSHException as exc:
+            text = str(exc)
+            if "not found in known_hosts" in text:
+                text += " (log in once by hand, or set [ssh] host_key_policy = \"accept-new\")"
+            raise NodeUnreachable(f"{self.name} ({self.where}): SSH failed: {text}") from exc
+        except (OSError, socket.timeout, EOFError) as exc:
+            raise NodeUnreachable(
+                f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: {exc}"
+            ) from exc
+        self.stats.count(connection=True)
+        return conn
+
+    def run(self, command: str, timeout: float) -> CommandResult:
+        from invoke.exceptions import CommandTimedOut
+
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._connect()
+            conn = self._conn
+        self.stats.count()
+        start = time.monotonic()
+        try:
+            res = conn.run(
+                bounded(command, timeout),
+                hide=True,
+                warn=True,
+                in_stream=False,
+                pty=False,
+                timeout=timeout + KILL_GRACE + CLIENT_GRACE,
+            )
+        except CommandTimedOut as exc:
+            r = exc.result
+            return CommandResult(command, None, r.stdout, r.stderr, time.monotonic() - start, True)
+        except (OSError, EOFError) as exc:
+            self.close()
+            raise NodeUnreachable(f"{self.name} ({self.where}): connection lost: {exc}") from exc
+        except Exception as exc:  # paramiko raises bare SSHException subclasses mid-session
+            self.close()
+            raise TransportError(f"{self.name} ({self.where}): command failed to run: {exc}") from exc
+        timed_out = res.exited in (124, 137)
+        return CommandResult(command, res.exited, res.stdout, res.stderr, time.monotonic() - start, timed_out)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class _AcceptNew:
+    """OpenSSH's StrictHostKeyChecking=accept-new: record unknown keys, still reject changed ones."""
+
+    def __init__(self, known_hosts: str | None) -> None:
+        self.path = Path(known_hosts or "~/.ssh/known_hosts").expanduser()
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with self.path.open("a", encoding="ascii") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")

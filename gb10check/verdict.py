@@ -1,0 +1,23 @@
+"""How a check states its result: expected, found, where; recorded for the reports either way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class CheckFailed(AssertionError):
+    """A fault of the cluster, found by a check (pytest reports it as a failure)."""
+
+
+@dataclass
+class Evidence:
+    """What one test measured; the plugin copies it into JUnit properties and the summary."""
+
+    node: str | None = None
+    items: list[tuple[str, str, str, bool]] = field(default_factory=list)  # what, expected, found, ok
+
+    def expect(self, ok: bool, *, what: str, expected: object, found: object, where: str | None = None) -> None:
+        self.items.append((what, str(expected), str(found), bool(ok)))
+        if not ok:
+            place = where or self.node or "the cluster"
+            raise CheckFailed(f"{what} on {place}: expected {expected}, found {found}")

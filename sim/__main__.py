@@ -1,0 +1,54 @@
+"""python -m sim: manage the simulated cluster by hand.
+
+    python -m sim up [SCENARIO]   bring it up and wait (Ctrl-C tears it down); prints the inventory path
+    python -m sim clean [--all]   remove what crashed runs left (--all: every simulated cluster)
+    python -m sim list            the builtin scenarios
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from gb10check.errors import SimError
+from sim.cluster import SimCluster, clean_stale
+from sim.scenario import builtin_names, load_scenario
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up")
+    up.add_argument("scenario", nargs="?", default="healthy")
+    clean = sub.add_parser("clean")
+    clean.add_argument("--all", action="store_true")
+    sub.add_parser("list")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "list":
+            for name in builtin_names():
+                print(f"{name:20} {load_scenario(name).data.get('description', '')}")
+        elif args.cmd == "clean":
+            removed = clean_stale(everything=args.all)
+            print(f"removed {len(removed)} simulated cluster(s)" + (f": {', '.join(removed)}" if removed else ""))
+        else:
+            sim = SimCluster(load_scenario(args.scenario))
+            path = sim.up()
+            print(f"simulated cluster up ({args.scenario}); inventory: {path}; rank 0 namespace: {sim.api_namespace}")
+            print(f"try: ip netns exec {sim.api_namespace} ssh -i {sim.dir}/client_key -o UserKnownHostsFile={sim.dir}/known_hosts root@{sim.nodes[-1].lan_ip} ibdev2netdev")
+            signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+            try:
+                signal.pause()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                sim.down()
+    except SimError as exc:
+        print(f"sim: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+"""Bringing the simulated cluster up and down.
+
+Each node is a network namespace `gb10sim-<owner pid>-r<rank>` running a real OpenSSH server
+inside its own mount and UTS namespaces: own hostname, a tmpfs /sys with hand-made infiniband
+and nvidia-module entries (the namespace's real /sys/class/net and /sys/devices bound back in,
+so carrier and operstate are live), its own /proc/meminfo and /proc/driver/nvidia, and stub
+tools over /usr/local/bin. Links are veth pairs named and addressed like the QSFP netdevs; a
+LAN veth (enP7s7) carries SSH, as the LAN does in production. Nothing is routed out of the
+namespaces. Everything made is named after the owner's pid, so a later run can clean what a
+crashed one left (`python -m sim clean`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from gb10check.errors import SimError
+from sim import netns
+from sim.scenario import Scenario
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
+RUN_ROOT = Path("/run/gb10sim")
+NS_PREFIX = "gb10sim-"
+LAN_NETDEV = "enP7s7"
+REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
+SSHD = "/usr/sbin/sshd"
+
+
+def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise SimError(f"`{' '.join(args)}` hung for {timeout:g} s") from exc
+    if check and proc.returncode != 0:
+        raise SimError(f"`{' '.join(args)}` failed (rc={proc.returncode}): {proc.stderr.strip()}")
+    return proc
+
+
+def why_not_available() -> str | None:
+    """None when this machine can run the sim, else the reason (for skips and --sim errors)."""
+    if os.geteuid() != 0:
+        return "the simulated cluster needs root (network and mount namespaces, sshd); run as root or use a real cluster"
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if not os.path.exists(SSHD):
+        missing.append(SSHD + " (openssh-server)")
+    if missing:
+        return f"the simulated cluster needs {', '.join(missing)}: apt-get install openssh-server iproute2 util-linux"
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_netns_processes(ns: str) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = [int(p) for p in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+            time.sleep(0.05)
+
+
+def _remove_owner(owner: str) -> None:
+    for ns in _namespaces():
+        if ns.startswith(f"{NS_PREFIX}{owner}-"):
+            _kill_netns_processes(ns)
+            _sh("ip", "netns", "del", ns, check=False)
+    shutil.rmtree(RUN_ROOT / owner, ignore_errors=True)
+
+
+def _namespaces() -> list[str]:
+    out = _sh("ip", "netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def clean_stale(everything: bool = False) -> list[str]:
+    """Remove what runs whose owner process is gone left behind (all sims with everything=True)."""
+    owners = {ns[len(NS_PREFIX) :].split("-")[0] for ns in _namespaces() if ns.startswith(NS_PREFIX)}
+    if RUN_ROOT.is_dir():
+        owners |= {p.name for p in RUN_ROOT.iterdir()}
+    removed = []
+    for owner in sorted(owners):
+        if everything or not (owner.isdigit() and _pid_alive(int(owner))):
+            _remove_owner(owner)
+            removed.append(owner)
+    return removed
+
+
+@dataclass
+class SimNode:
+    name: str
+    rank: int
+    ns: str
+    dir: Path
+    lan_address: str
+    spec: dict[str, Any]
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def lan_ip(self) -> str:
+        return str(ipaddress.ip_interface(self.lan_address).ip)
+
+
+@dataclass
+class SimCluster:
+    scenario: Scenario
+    owner: str = field(default_factory=lambda: str(os.getpid()))
+    nodes: list[SimNode] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _up: bool = False
+
+    @property
+    def dir(self) -> Path:
+        return RUN_ROOT / self.owner
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.dir / "cluster.toml"
+
+    @property
+    def api_namespace(self) -> str:
+        return self.nodes[0].ns
+
+    # -- bring-up ---------------------------------------------------------------------------
+    def up(self, ready_timeout: float = 10.0) -> Path:
+        reason = why_not_available()
+        if reason:
+            raise SimError(reason)
+        clean_stale()
+        atexit.register(self.down)
+        self._up = True
+        try:
+            self.dir.mkdir(parents=True, mode=0o700)
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
+            _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gb10sim-client", "-f", str(self.dir / "client_key"))
+            (self.dir / "authorized_keys").write_text((self.dir / "client_key.pub").read_text())
+            for rank, (name, spec) in enumerate(self.scenario.nodes.items()):
+                if spec["rank"] != rank:
+                    raise SimError(f"{self.scenario.source}: node ranks must be 0..n-1 (node {name})")
+                node = SimNode(name, rank, f"{NS_PREFIX}{self.owner}-r{rank}", self.dir / name,
+                               spec.get("lan_address", f"192.168.40.{30 + 2 * rank}/24"), spec)
+                self.nodes.append(node)
+                _sh("ip", "netns", "add", node.ns)
+                _sh("ip", "-n", node.ns, "link", "set", "lo", "up")
+                self._write_node_files(node)
+            self._wire()
+            for node in self.nodes:
+                self._start_sshd(node)
+            self._start_api()
+            self._write_known_hosts()
+            self._write_inventory()
+            self._wait_ready(ready_timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self.inventory_path
+
+    def _write_node_files(self, node: SimNode) -> None:
+        d = node.dir
+        spec = node.spec
+        (d / "bin").mkdir(parents=True)
+        driver = {"kernel": "580.173.02", "userspace": "580.173.02", "cuda": "13.0", **spec.get("driver", {})}
+        ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in self.scenario.links.items()]
+        ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in self.scenario.data.get("unused_ports", {}).items()]
+        ports.sort(key=lambda p: p["rdma_device"].lower())
+        state = {
+            "node": node.name,
+            "driver": driver,
+            "gpu_uuid": spec.get("gpu_uuid", "GPU-00000000-0000-0000-0000-000000000000"),
+            "rdma_ports": ports,
+            "stubs": spec.get("stubs", []),
+        }
+        (d / "state.json").write_text(json.dumps(state, indent=2))
+        for tool in ("nvidia-smi", "ibdev2netdev"):
+            stub = d / "bin" / tool
+            stub.write_text(
+                f'#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / "sim" / "stub.py"} {d / "state.json"} {tool} "$@"\n'
+            )
+            stub.chmod(0o755)
+        # fake /sys: infiniband ports and the nvidia module
+        sysdir = d / "sys"
+        for port in ports:
+            pdir = sysdir / "class" / "infiniband" / port["rdma_device"] / "ports" / "1"
+            pdir.mkdir(parents=True)
+            (pdir / "link_layer").write_text("Ethernet\n")
+        if driver.get("kernel"):
+            (sysdir / "module" / "nvidia").mkdir(parents=True)
+            (sysdir / "module" / "nvidia" / "version").write_text(driver["kernel"] + "\n")
+            (d / "proc_driver" / "nvidia").mkdir(parents=True)
+            (d / "proc_driver" / "nvidia" / "version").write_text(
+                f"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  {driver['kernel']}  Release Build  "
+                f"(dvs-builder@U22-I3-AF03-09-1)  Tue Jun 23 08:38:17 UTC 2026\n"
+                "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04.1)\n"
+            )
+        else:
+            (d / "proc_driver").mkdir()
+        meminfo = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000, **spec.get("meminfo", {})}
+        (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in meminfo.items()))
+        # sshd: its own host key, key-only root login, the stubs first on PATH
+        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(d / "host_key"))
+        (d / "sshd_config").write_text(
+            "\n".join(
+                [
+                    "Port 22",
+                    "ListenAddress 0.0.0.0",
+                    f"HostKey {d / 'host_key'}",
+                    "PidFile none",
+                    f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
+                    "PubkeyAuthentication yes",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PermitRootLogin prohibit-password",
+                    "UsePAM no",
+                    "StrictModes no",
+                    "PrintMotd no",
+                    "MaxStartups 50",
+                    "MaxSessions 50",
+                    "LogLevel INFO",
+                    f"SetEnv GB10SIM_NODE={node.name}",
+                    "",
+                ]
+            )
+        )
+        hostname = spec.get("hostname", node.name)
+        # Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh
+        (d / "boot.sh").write_text(
+            f"""set -e
+hostname {hostname}
+mkdir -p {d}/realsys
+mount --bind /sys {d}/realsys
+mount -t tmpfs -o mode=755 gb10sim-sys /sys
+cp -a {sysdir}/. /sys/
+mkdir -p /sys/class/net /sys/devices /sys/fs
+mount --rbind {d}/realsys/class/net /sys/class/net
+mount --rbind {d}/realsys/devices /sys/devices
+mount --rbind {d}/realsys/fs /sys/fs
+mount -t tmpfs -o mode=755 gb10sim-driver /proc/driver
+cp -a {d}/proc_driver/. /proc/driver/
+mount --bind {d}/meminfo /proc/meminfo
+mount --bind {d}/bin /usr/local/bin
+exec {SSHD} -D -e -f {d}/sshd_config
+"""
+        )
+
+    def _wire(self) -> None:
+        by_name = {n.name: n for n in self.nodes}
+        a, b = self.nodes[0], self.nodes[1] if len(self.nodes) > 1 else None
+        pairs: list[tuple[str, dict[str, str]]] = []
+        if b is not None:
+            pairs.append((LAN_NETDEV, {a.name: a.lan_address, b.name: b.lan_address}))
+        pairs += [(netdev, link["addresses"]) for netdev, link in self.scenario.links.items()]
+        for index, (netdev, addresses) in enumerate(pairs):
+            names = list(addresses)
+            if len(names) != 2:
+                raise SimError(f"{self.scenario.source}: links.{netdev} must join exactly two nodes (a cable)")
+            tmp = [f"g{self.owner}l{index}{side}" for side in "ab"]
+            _sh("ip", "link", "add", tmp[0], "type", "veth", "peer", "name", tmp[1])
+            for tmp_name, node_name in zip(tmp, names, strict=True):
+                node = by_name[node_name]
+                _sh("ip", "link", "set", tmp_name, "netns", node.ns)
+                _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
+                _sh("ip", "-n", node.ns, "addr", "add", addresses[node_name], "dev", netdev)
+                if netdev not in node.spec.get("down", []):
+                    _sh("ip", "-n", node.ns, "link", "set", netdev, "up")
+        for node in self.nodes:
+            for index, netdev in enumerate(self.scenario.data.get("unused_ports", {}).values()):
+                # a port with no cable: a veth whose peer stays in the same namespace, both down
+                _sh("ip", "-n", node.ns, "link", "add", netdev, "type", "veth", "peer", "name", f"gb10nc{index}")
+
+    def _start_sshd(self, node: SimNode) -> None:
+        log = (node.dir / "sshd.log").open("wb")
+        node.process = subprocess.Popen(
+            ["ip", "netns", "exec", node.ns, "unshare", "--mount", "--uts", "--propagation", "private",
+             "sh", str(node.dir / "boot.sh")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.processes.append(node.process)
+
+    def _start_api(self) -> None:
+        service = {"port": 20001, **self.scenario.service}
+        if "served_model_name" not in service:
+            return
+        cfg = self.dir / "service.json"
+        cfg.write_text(json.dumps(service))
+        log = (self.dir / "fake_vllm.log").open("wb")
+        self.processes.append(
+            subprocess.Popen(
+                ["ip", "netns", "exec", self.api_namespace, sys.executable, "-m", "sim.fake_vllm", "--config", str(cfg)],
+                cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+
+    def _node_addresses(self, node: SimNode) -> list[str]:
+        addrs = [node.lan_ip] + [str(ipaddress.ip_interface(l["addresses"][node.name]).ip)
+                                 for l in self.scenario.links.values() if node.name in l["addresses"]]
+        return [node.name, *addrs]
+
+    def _write_known_hosts(self) -> None:
+        lines = []
+        for node in self.nodes:
+            key = " ".join((node.dir / "host_key.pub").read_text().split()[:2])
+            lines += [f"{host} {key}" for host in self._node_addresses(node)]
+        (self.dir / "known_hosts").write_text("\n".join(lines) + "\n")
+
+    def _write_inventory(self) -> None:
+        """The example inventory (the seed's expectations), with the sim's nodes and how to reach them."""
+        data = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
+        data["ssh"] = {"connect_timeout": 5, "host_key_policy": "known_hosts",
+                       "known_hosts": str(self.dir / "known_hosts"), "use_ssh_config": False}
+        data["nodes"] = [
+            {"name": n.name, "rank": n.rank, "transport": "ssh", "host": n.lan_ip, "port": 22,
+             "user": "root", "key": str(self.dir / "client_key")}
+            for n in self.nodes
+        ]
+        examples = {l["netdev"]: l for l in data.get("links", [])}
+        data["links"] = [
+            {**{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps")},
+             "netdev": netdev, "rdma_device": link["rdma_device"], "addresses": link["addresses"]}
+            for netdev, link in self.scenario.links.items()
+        ]
+        header = (f"# Written by the simulated cluster, scenario {self.scenario.name} ({self.scenario.source}).\n"
+                  "# Expectations are fixtures/cluster.example.toml's; nodes are reached over the sim's LAN.\n")
+        self.inventory_path.write_text(header + tomli_w.dumps(data))
+
+    def _wait_ready(self, timeout: float) -> None:
+        targets = [(n.lan_ip, 22, n.name) for n in self.nodes]
+        if "served_model_name" in self.scenario.service:
+            targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))
+        pending: list[str] = []
+
+        def probe() -> None:
+            deadline = time.monotonic() + timeout
+            with netns.inside(self.api_namespace):
+                for host, port, what in targets:
+                    while True:
+                        try:
+                            socket.create_connection((host, port), timeout=0.5).close()
+                            break
+                        except OSError:
+                            if time.monotonic() > deadline:
+                                pending.append(f"{what} ({host}:{port})")
+                                break
+                            time.sleep(0.05)
+
+        worker = threading.Thread(target=probe)  # its own thread: only it enters the namespace
+        worker.start()
+        worker.join()
+        if pending:
+            logs = "; ".join(f"{p.args[-1]}: rc={p.poll()}" for p in self.processes if p.poll() is not None)
+            raise SimError(f"simulated cluster not ready within {timeout:g} s: {', '.join(pending)} {logs}".strip())
+
+    # -- teardown ---------------------------------------------------------------------------
+    def down(self) -> None:
+        if not self._up:
+            return
+        self._up = False
+        for proc in self.processes:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=3)
+        _remove_owner(self.owner)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.down)

@@ -1,0 +1,34 @@
+"""RoCE links: every link of the inventory is Up on every node, on its expected netdev."""
+
+import pytest
+
+from gb10check.parsers.ibdev2netdev import parse_ibdev2netdev
+
+pytestmark = pytest.mark.network
+
+
+@pytest.mark.smoke
+@pytest.mark.hints("roce-link-down")
+def test_roce_link_up(link_on_node, cluster, evidence):
+    link = link_on_node.link
+    ports = cluster.snapshot(link_on_node.node).parsed("ibdev2netdev", parse_ibdev2netdev)
+    port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
+    listed = ", ".join(f"{p.rdma_device} ==> {p.netdev} ({p.state})" for p in ports)
+    evidence.expect(
+        port is not None,
+        what=f"RDMA device {link.rdma_device}",
+        expected="listed by ibdev2netdev",
+        found=f"only {listed}",
+    )
+    evidence.expect(
+        port.netdev == link.netdev,
+        what=f"netdev of {link.rdma_device}",
+        expected=link.netdev,
+        found=port.netdev,
+    )
+    evidence.expect(
+        port.up,
+        what=f"link {link.rdma_device} ==> {link.netdev}",
+        expected="Up",
+        found=f"{port.state} (ibdev2netdev: {listed})",
+    )
