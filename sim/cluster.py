@@ -174,7 +174,8 @@ class SimCluster:
                 self._write_node_files(node)
             self._wire()
             for node in self.nodes:
-                self._start_sshd(node)
+                if not node.spec.get("powered_off"):
+                    self._start_sshd(node)
             self._start_api()
             self._write_known_hosts()
             self._write_inventory()
@@ -289,7 +290,7 @@ exec {SSHD} -D -e -f {d}/sshd_config
                 _sh("ip", "link", "set", tmp_name, "netns", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
                 _sh("ip", "-n", node.ns, "addr", "add", addresses[node_name], "dev", netdev)
-                if netdev not in node.spec.get("down", []):
+                if netdev not in node.spec.get("down", []) and not node.spec.get("powered_off"):
                     _sh("ip", "-n", node.ns, "link", "set", netdev, "up")
         for node in self.nodes:
             for index, netdev in enumerate(self.scenario.data.get("unused_ports", {}).values()):
@@ -353,7 +354,7 @@ exec {SSHD} -D -e -f {d}/sshd_config
         self.inventory_path.write_text(header + tomli_w.dumps(data))
 
     def _wait_ready(self, timeout: float) -> None:
-        targets = [(n.lan_ip, 22, n.name) for n in self.nodes]
+        targets = [(n.lan_ip, 22, n.name) for n in self.nodes if not n.spec.get("powered_off")]
         if "served_model_name" in self.scenario.service:
             targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))
         pending: list[str] = []

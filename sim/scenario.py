@@ -11,7 +11,7 @@ from typing import Any
 from gb10check.errors import SimError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
-NODE_KEYS = {"rank", "hostname", "lan_address", "driver", "meminfo", "down", "stubs", "gpu_uuid"}
+NODE_KEYS = {"rank", "hostname", "lan_address", "driver", "meminfo", "down", "stubs", "gpu_uuid", "powered_off"}
 TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service"}
 STUB_KEYS = {"tool", "match", "stdout", "stderr", "rc", "delay"}
 STUB_TOOLS = {"nvidia-smi", "ibdev2netdev"}

@@ -33,15 +33,15 @@ def test_driver_versions_match(node, evidence):
         evidence.expect(
             False,
             what=what,
-            expected=f"userspace {kernel} like the loaded kernel module",
-            found=f"kernel module {kernel}, userspace NVML library {smi.library_version or '?'} "
-            "(nvidia-smi: Failed to initialize NVML: Driver/library version mismatch); reboot this node",
+            expected=f"userspace = kernel module {kernel}",
+            found=f"kernel module {kernel}, userspace NVML library {smi.library_version or '?'}",
+            detail="nvidia-smi: Failed to initialize NVML: Driver/library version mismatch; reboot this node",
         )
     if isinstance(smi, NoDriver):
         evidence.expect(False, what=what, expected=f"NVML answering for module {kernel}", found=smi.message)
     evidence.expect(
         smi.driver_version == kernel,
         what=what,
-        expected=f"kernel module {kernel} = userspace",
-        found=f"kernel module {kernel}, nvidia-smi driver_version {smi.driver_version}",
+        expected=f"userspace = kernel module {kernel}",
+        found=f"kernel module {kernel}, userspace {smi.driver_version}",
     )

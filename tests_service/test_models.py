@@ -17,7 +17,8 @@ def test_served_model(api, inventory, evidence):
         answer.status == 200,
         what=f"GET {answer.url}",
         expected="HTTP 200",
-        found=f"HTTP {answer.status}: {answer.text[:200]!r}",
+        found=f"HTTP {answer.status}",
+        detail=f"body {answer.text[:200]!r}",
     )
     cards = {card.id: card for card in parse_models(answer.text)}
     evidence.expect(

@@ -1,0 +1,128 @@
+"""Transports for real: a local shell, and SSH (fabric) to the simulated cluster's sshd."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from gb10check.errors import NodeUnreachable
+from gb10check.transport import LocalTransport, SshTransport, bounded
+
+
+def test_bounded_wraps_in_coreutils_timeout():
+    assert bounded("echo 'a b'", 7) == "timeout -k 2 7 sh -c 'echo '\"'\"'a b'\"'\"''"
+
+
+def test_local_runs_and_reports():
+    res = LocalTransport("here").run("echo out; echo err >&2; exit 4", timeout=5)
+    assert (res.rc, res.stdout, res.stderr, res.timed_out, res.ok) == (4, "out\n", "err\n", False, False)
+    assert res.duration > 0
+
+
+def test_local_hung_command_is_a_timeout_verdict():
+    res = LocalTransport("here").run("sleep 30", timeout=0.5)
+    assert res.timed_out and res.rc == 124 and res.duration < 10
+
+
+def test_local_never_reads_stdin():
+    res = LocalTransport("here").run("cat", timeout=5)
+    assert res.ok and res.stdout == ""
+
+
+def _ssh(sim, node_index=1, **kw):
+    node = sim.nodes[node_index]
+    args = dict(user="root", port=22, key=str(sim.dir / "client_key"), connect_timeout=3,
+                known_hosts=str(sim.dir / "known_hosts"), use_ssh_config=False)
+    args.update(kw)
+    return SshTransport(node.name, args.pop("host", node.lan_ip), **args)
+
+
+@pytest.mark.sim
+def test_ssh_runs_on_the_node_and_reuses_one_connection(in_rank0):
+    t = _ssh(in_rank0)
+    try:
+        first = t.run("hostname; echo err >&2; exit 3", timeout=5)
+        second = t.run("cat /sys/module/nvidia/version", timeout=5)
+    finally:
+        t.close()
+    assert (first.rc, first.stdout, first.stderr) == (3, "thinkstationpgx-32\n", "err\n")
+    assert second.stdout == "580.173.02\n"
+    assert (t.stats.connections, t.stats.commands) == (1, 2)
+
+
+@pytest.mark.sim
+def test_ssh_hung_command_is_bounded_on_both_ends(in_rank0):
+    t = _ssh(in_rank0)
+    try:
+        res = t.run("sleep 299.5", timeout=1)
+        assert res.timed_out and res.duration < 8
+        time.sleep(0.5)
+        left = t.run("pgrep -f '^sleep 299[.]5$' || true", timeout=5)  # the regex does not match itself
+    finally:
+        t.close()
+    assert left.stdout == "", f"the hung command outlived its bound on the node: {left.stdout}"
+
+
+@pytest.mark.sim
+def test_ssh_refused_is_unreachable(in_rank0):
+    t = _ssh(in_rank0, port=2200)
+    with pytest.raises(NodeUnreachable, match=r"thinkstationpgx-32 \(root@192.168.40.32:2200\): cannot connect"):
+        t.run("true", timeout=5)
+
+
+@pytest.mark.sim
+def test_ssh_silent_drop_fails_within_the_connect_timeout(in_rank0):
+    ns = in_rank0.nodes[1].ns
+    rule = ["INPUT", "-p", "tcp", "--dport", "2201", "-j", "DROP"]
+    subprocess.run(["ip", "netns", "exec", ns, "iptables", "-A", *rule], check=True, timeout=10)
+    try:
+        t = _ssh(in_rank0, port=2201, connect_timeout=1)
+        start = time.monotonic()
+        with pytest.raises(NodeUnreachable, match="cannot connect within 1 s"):
+            t.run("true", timeout=5)
+        assert time.monotonic() - start < 4
+    finally:
+        subprocess.run(["ip", "netns", "exec", ns, "iptables", "-D", *rule], check=True, timeout=10)
+
+
+@pytest.mark.sim
+def test_ssh_unknown_host_key_is_rejected_by_default(in_rank0, tmp_path):
+    t = _ssh(in_rank0, known_hosts=str(tmp_path / "empty_known_hosts"))
+    (tmp_path / "empty_known_hosts").write_text("")
+    with pytest.raises(NodeUnreachable, match="not found in known_hosts.*accept-new"):
+        t.run("true", timeout=5)
+
+
+@pytest.mark.sim
+def test_ssh_accept_new_records_the_key_and_then_rejects_a_changed_one(in_rank0, tmp_path):
+    kh = tmp_path / "known_hosts"
+    t = _ssh(in_rank0, known_hosts=str(kh), host_key_policy="accept-new")
+    assert t.run("true", timeout=5).ok
+    t.close()
+    assert kh.read_text().startswith("192.168.40.32 ssh-ed25519 ")
+    # the same address now answering with another host (rank 0's key): a changed key is refused
+    rank0_key = (in_rank0.nodes[0].dir / "host_key.pub").read_text().split()[:2]
+    kh.write_text(f"192.168.40.32 {' '.join(rank0_key)}\n")
+    t2 = _ssh(in_rank0, known_hosts=str(kh), host_key_policy="accept-new")
+    with pytest.raises(NodeUnreachable, match="host key does not match"):
+        t2.run("true", timeout=5)
+
+
+@pytest.mark.sim
+def test_ssh_wrong_key_fails_without_prompting(in_rank0, tmp_path):
+    key = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=10)
+    t = _ssh(in_rank0, key=str(key))
+    with pytest.raises(NodeUnreachable, match="SSH failed: Authentication failed"):
+        t.run("true", timeout=5)
+
+
+@pytest.mark.sim
+def test_ssh_passphrase_key_never_prompts(in_rank0, tmp_path):
+    key = tmp_path / "locked_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", str(key)], check=True, timeout=10)
+    t = _ssh(in_rank0, key=str(key))
+    with pytest.raises(NodeUnreachable, match="SSH failed"):
+        t.run("true", timeout=5)
