@@ -62,9 +62,9 @@ class Link(_Strict):
             try:
                 ipaddress.ip_interface(addr)
             except ValueError as exc:
-                raise ValueError(f"{node} = {addr!r} is not an address/prefix like \"169.254.94.252/16\"") from exc
+                raise ValueError(f'{node} = {addr!r} is not an address/prefix like "169.254.94.252/16"') from exc
             if "/" not in addr:
-                raise ValueError(f"{node} = {addr!r} needs a prefix length, like \"{addr}/16\"")
+                raise ValueError(f'{node} = {addr!r} needs a prefix length, like "{addr}/16"')
         return value
 
 

@@ -34,7 +34,9 @@ class Snapshot:
         if res.timed_out:
             raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
         if res.rc == 127:  # sh: the command was not found
-            raise ToolMissing(f"{self.node}: `{res.command}` is not installed or not on PATH: {res.stderr.strip()[:200]}")
+            raise ToolMissing(
+                f"{self.node}: `{res.command}` is not installed or not on PATH: {res.stderr.strip()[:200]}"
+            )
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
             return parser(text)

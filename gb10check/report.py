@@ -54,15 +54,22 @@ class Summary:
         lines = [
             "# gb10check summary",
             "",
-            f"- inventory: `{self.inventory}`" + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
+            f"- inventory: `{self.inventory}`"
+            + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
             f"- result: {counts or 'no checks ran'}" + (" (interrupted)" if self.interrupted else ""),
             "",
             "| check | node | verdict | expected | found | hint |",
             "|---|---|---|---|---|---|",
         ]
         for r in self.rows:
-            cells = [r.check, r.node or "", r.verdict, "; ".join(r.expected), "; ".join(r.found) or _first_line(r.message),
-                     " ".join(f"[{h}]" for h in r.hints)]
+            cells = [
+                r.check,
+                r.node or "",
+                r.verdict,
+                "; ".join(r.expected),
+                "; ".join(r.found) or _first_line(r.message),
+                " ".join(f"[{h}]" for h in r.hints),
+            ]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         return "\n".join(lines) + "\n"
 

@@ -44,7 +44,7 @@ def bound(probe: Probe, default: float) -> float:
 
 def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: float) -> str:
     """One sh script: for each probe, its stdout, its stderr and its exit status, framed."""
-    parts = ['t=$(mktemp -d) || exit 97', "trap 'rm -rf \"$t\"' EXIT"]
+    parts = ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
     for p in probes:
         bounded = f"timeout -k {KILL_GRACE:g} {bound(p, default_timeout):g} sh -c {shlex.quote(p.command)}"
         parts.append(
@@ -64,7 +64,9 @@ def _strip_added_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def split_output(stdout: str, probes: tuple[Probe, ...], boundary: str, total_duration: float) -> dict[str, CommandResult]:
+def split_output(
+    stdout: str, probes: tuple[Probe, ...], boundary: str, total_duration: float
+) -> dict[str, CommandResult]:
     """Per-probe results; a probe that left no end marker (the script was cut short) is timed out."""
     results: dict[str, CommandResult] = {}
     b = re.escape(boundary)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import socket
 import subprocess
 import threading
 import time
@@ -180,9 +179,9 @@ class SshTransport:
         except paramiko.SSHException as exc:
             text = str(exc)
             if "not found in known_hosts" in text:
-                text += " (log in once by hand, or set [ssh] host_key_policy = \"accept-new\")"
+                text += ' (log in once by hand, or set [ssh] host_key_policy = "accept-new")'
             raise NodeUnreachable(f"{self.name} ({self.where}): SSH failed: {text}") from exc
-        except (OSError, socket.timeout, EOFError) as exc:
+        except (TimeoutError, OSError, EOFError) as exc:
             raise NodeUnreachable(
                 f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: {exc}"
             ) from exc

@@ -17,14 +17,23 @@ class Evidence:
     items: list[tuple[str, str, str, bool]] = field(default_factory=list)  # what, expected, found, ok
 
     def expect(
-        self, ok: bool, *, what: str, expected: object, found: object, detail: str = "", where: str | None = None
+        self,
+        ok: bool,
+        *,
+        what: str,
+        expected: object,
+        found: object,
+        detail: str = "",
+        where: str | None = None,
     ) -> None:
         """Record one comparison; on failure raise with expected, found, where (+ detail, failure only)."""
         __tracebackhide__ = True
         self.items.append((what, str(expected), str(found), bool(ok)))
         if not ok:
             place = where or self.node or "the cluster"
-            raise CheckFailed(f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else ""))
+            raise CheckFailed(
+                f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else "")
+            )
 
     def __repr__(self) -> str:
         return f"Evidence(node={self.node!r}, {len(self.items)} item(s))"

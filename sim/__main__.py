@@ -1,8 +1,8 @@
 """python -m sim: manage the simulated cluster by hand.
 
-    python -m sim up [SCENARIO]   bring it up and wait (Ctrl-C tears it down); prints the inventory path
-    python -m sim clean [--all]   remove what crashed runs left (--all: every simulated cluster)
-    python -m sim list            the builtin scenarios
+python -m sim up [SCENARIO]   bring it up and wait (Ctrl-C tears it down); prints the inventory path
+python -m sim clean [--all]   remove what crashed runs left (--all: every simulated cluster)
+python -m sim list            the builtin scenarios
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from sim.scenario import builtin_names, load_scenario
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m sim", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up")
     up.add_argument("scenario", nargs="?", default="healthy")
@@ -36,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
             sim = SimCluster(load_scenario(args.scenario))
             path = sim.up()
             print(f"simulated cluster up ({args.scenario}); inventory: {path}; rank 0 namespace: {sim.api_namespace}")
-            print(f"try: ip netns exec {sim.api_namespace} ssh -i {sim.dir}/client_key -o UserKnownHostsFile={sim.dir}/known_hosts root@{sim.nodes[-1].lan_ip} ibdev2netdev")
+            print(
+                f"try: ip netns exec {sim.api_namespace} ssh -i {sim.dir}/client_key"
+                f" -o UserKnownHostsFile={sim.dir}/known_hosts root@{sim.nodes[-1].lan_ip} ibdev2netdev"
+            )
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
             try:
                 signal.pause()

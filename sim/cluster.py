@@ -57,7 +57,9 @@ def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.Com
 def why_not_available() -> str | None:
     """None when this machine can run the sim, else the reason (for skips and --sim errors)."""
     if os.geteuid() != 0:
-        return "the simulated cluster needs root (network and mount namespaces, sshd); run as root or use a real cluster"
+        return (
+            "the simulated cluster needs root (network and mount namespaces, sshd); run as root or use a real cluster"
+        )
     missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
     if not os.path.exists(SSHD):
         missing.append(SSHD + " (openssh-server)")
@@ -67,26 +69,24 @@ def why_not_available() -> str | None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (a zombie is dead, only unreaped)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _kill_netns_processes(ns: str) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = [int(p) for p in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
-            time.sleep(0.05)
+    """SIGKILL whatever still runs in the namespace (its sshd's session children, after the
+    main processes had their SIGTERM) and wait, bounded, until they are gone."""
+    pids = [int(p) for p in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+        time.sleep(0.02)
 
 
 def _remove_owner(owner: str) -> None:
@@ -161,13 +161,30 @@ class SimCluster:
         try:
             self.dir.mkdir(parents=True, mode=0o700)
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
-            _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gb10sim-client", "-f", str(self.dir / "client_key"))
+            _sh(
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "gb10sim-client",
+                "-f",
+                str(self.dir / "client_key"),
+            )
             (self.dir / "authorized_keys").write_text((self.dir / "client_key.pub").read_text())
             for rank, (name, spec) in enumerate(self.scenario.nodes.items()):
                 if spec["rank"] != rank:
                     raise SimError(f"{self.scenario.source}: node ranks must be 0..n-1 (node {name})")
-                node = SimNode(name, rank, f"{NS_PREFIX}{self.owner}-r{rank}", self.dir / name,
-                               spec.get("lan_address", f"192.168.40.{30 + 2 * rank}/24"), spec)
+                node = SimNode(
+                    name,
+                    rank,
+                    f"{NS_PREFIX}{self.owner}-r{rank}",
+                    self.dir / name,
+                    spec.get("lan_address", f"192.168.40.{30 + 2 * rank}/24"),
+                    spec,
+                )
                 self.nodes.append(node)
                 _sh("ip", "netns", "add", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", "lo", "up")
@@ -204,7 +221,8 @@ class SimCluster:
         for tool in ("nvidia-smi", "ibdev2netdev"):
             stub = d / "bin" / tool
             stub.write_text(
-                f'#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / "sim" / "stub.py"} {d / "state.json"} {tool} "$@"\n'
+                f"#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / 'sim' / 'stub.py'} "
+                f'{d / "state.json"} {tool} "$@"\n'
             )
             stub.chmod(0o755)
         # fake /sys: infiniband ports and the nvidia module
@@ -224,7 +242,12 @@ class SimCluster:
             )
         else:
             (d / "proc_driver").mkdir()
-        meminfo = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000, **spec.get("meminfo", {})}
+        meminfo = {
+            "MemTotal": 124958720,
+            "MemFree": 118400000,
+            "MemAvailable": 120100000,
+            **spec.get("meminfo", {}),
+        }
         (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in meminfo.items()))
         # sshd: its own host key, key-only root login, the stubs first on PATH
         _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(d / "host_key"))
@@ -295,14 +318,40 @@ exec {SSHD} -D -e -f {d}/sshd_config
         for node in self.nodes:
             for index, netdev in enumerate(self.scenario.data.get("unused_ports", {}).values()):
                 # a port with no cable: a veth whose peer stays in the same namespace, both down
-                _sh("ip", "-n", node.ns, "link", "add", netdev, "type", "veth", "peer", "name", f"gb10nc{index}")
+                _sh(
+                    "ip",
+                    "-n",
+                    node.ns,
+                    "link",
+                    "add",
+                    netdev,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"gb10nc{index}",
+                )
 
     def _start_sshd(self, node: SimNode) -> None:
         log = (node.dir / "sshd.log").open("wb")
         node.process = subprocess.Popen(
-            ["ip", "netns", "exec", node.ns, "unshare", "--mount", "--uts", "--propagation", "private",
-             "sh", str(node.dir / "boot.sh")],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                "ip",
+                "netns",
+                "exec",
+                node.ns,
+                "unshare",
+                "--mount",
+                "--uts",
+                "--propagation",
+                "private",
+                "sh",
+                str(node.dir / "boot.sh"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.processes.append(node.process)
 
@@ -315,15 +364,31 @@ exec {SSHD} -D -e -f {d}/sshd_config
         log = (self.dir / "fake_vllm.log").open("wb")
         self.processes.append(
             subprocess.Popen(
-                ["ip", "netns", "exec", self.api_namespace, sys.executable, "-m", "sim.fake_vllm", "--config", str(cfg)],
-                cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.api_namespace,
+                    sys.executable,
+                    "-m",
+                    "sim.fake_vllm",
+                    "--config",
+                    str(cfg),
+                ],
+                cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         )
 
     def _node_addresses(self, node: SimNode) -> list[str]:
-        addrs = [node.lan_ip] + [str(ipaddress.ip_interface(l["addresses"][node.name]).ip)
-                                 for l in self.scenario.links.values() if node.name in l["addresses"]]
+        addrs = [node.lan_ip] + [
+            str(ipaddress.ip_interface(lk["addresses"][node.name]).ip)
+            for lk in self.scenario.links.values()
+            if node.name in lk["addresses"]
+        ]
         return [node.name, *addrs]
 
     def _write_known_hosts(self) -> None:
@@ -336,21 +401,38 @@ exec {SSHD} -D -e -f {d}/sshd_config
     def _write_inventory(self) -> None:
         """The example inventory (the seed's expectations), with the sim's nodes and how to reach them."""
         data = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
-        data["ssh"] = {"connect_timeout": 5, "host_key_policy": "known_hosts",
-                       "known_hosts": str(self.dir / "known_hosts"), "use_ssh_config": False}
+        data["ssh"] = {
+            "connect_timeout": 5,
+            "host_key_policy": "known_hosts",
+            "known_hosts": str(self.dir / "known_hosts"),
+            "use_ssh_config": False,
+        }
         data["nodes"] = [
-            {"name": n.name, "rank": n.rank, "transport": "ssh", "host": n.lan_ip, "port": 22,
-             "user": "root", "key": str(self.dir / "client_key")}
+            {
+                "name": n.name,
+                "rank": n.rank,
+                "transport": "ssh",
+                "host": n.lan_ip,
+                "port": 22,
+                "user": "root",
+                "key": str(self.dir / "client_key"),
+            }
             for n in self.nodes
         ]
-        examples = {l["netdev"]: l for l in data.get("links", [])}
+        examples = {lk["netdev"]: lk for lk in data.get("links", [])}
         data["links"] = [
-            {**{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps")},
-             "netdev": netdev, "rdma_device": link["rdma_device"], "addresses": link["addresses"]}
+            {
+                **{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps")},
+                "netdev": netdev,
+                "rdma_device": link["rdma_device"],
+                "addresses": link["addresses"],
+            }
             for netdev, link in self.scenario.links.items()
         ]
-        header = (f"# Written by the simulated cluster, scenario {self.scenario.name} ({self.scenario.source}).\n"
-                  "# Expectations are fixtures/cluster.example.toml's; nodes are reached over the sim's LAN.\n")
+        header = (
+            f"# Written by the simulated cluster, scenario {self.scenario.name} ({self.scenario.source}).\n"
+            "# Expectations are fixtures/cluster.example.toml's; nodes are reached over the sim's LAN.\n"
+        )
         self.inventory_path.write_text(header + tomli_w.dumps(data))
 
     def _wait_ready(self, timeout: float) -> None:

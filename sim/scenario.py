@@ -11,7 +11,17 @@ from typing import Any
 from gb10check.errors import SimError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
-NODE_KEYS = {"rank", "hostname", "lan_address", "driver", "meminfo", "down", "stubs", "gpu_uuid", "powered_off"}
+NODE_KEYS = {
+    "rank",
+    "hostname",
+    "lan_address",
+    "driver",
+    "meminfo",
+    "down",
+    "stubs",
+    "gpu_uuid",
+    "powered_off",
+}
 TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service"}
 STUB_KEYS = {"tool", "match", "stdout", "stderr", "rc", "delay"}
 STUB_TOOLS = {"nvidia-smi", "ibdev2netdev"}
@@ -39,7 +49,9 @@ def _locate(name_or_path: str) -> Path:
         return path
     builtin = BUILTIN_DIR / f"{name_or_path}.toml"
     if not builtin.is_file():
-        raise SimError(f"unknown scenario {name_or_path!r}; builtin: {', '.join(builtin_names())}, or give a .toml path")
+        raise SimError(
+            f"unknown scenario {name_or_path!r}; builtin: {', '.join(builtin_names())}, or give a .toml path"
+        )
     return builtin
 
 
@@ -95,10 +107,13 @@ def load_scenario(name_or_path: str) -> Scenario:
             bad = sorted(set(stub) - STUB_KEYS)
             if bad or stub.get("tool") not in STUB_TOOLS:
                 raise SimError(
-                    f"{path}: nodes.{name}.stubs[{i}]: needs tool in {sorted(STUB_TOOLS)}, keys from {sorted(STUB_KEYS)}"
+                    f"{path}: nodes.{name}.stubs[{i}]: needs tool in {sorted(STUB_TOOLS)}, "
+                    f"keys from {sorted(STUB_KEYS)}"
                 )
     for netdev, link in data.get("links", {}).items():
         missing = sorted(set(nodes) - set(link.get("addresses", {})))
         if missing or "rdma_device" not in link:
-            raise SimError(f"{path}: links.{netdev}: needs rdma_device and an address for every node (missing {missing})")
+            raise SimError(
+                f"{path}: links.{netdev}: needs rdma_device and an address for every node (missing {missing})"
+            )
     return Scenario(name=path.stem, source=path, data=data)

@@ -13,8 +13,10 @@ import json
 import sys
 import time
 
-GB10_TABLE = """\
-{date}       
+# the real table has 7 trailing spaces after the date
+GB10_TABLE = (
+    "{date}       \n"
+    + """\
 +-----------------------------------------------------------------------------------------+
 | NVIDIA-SMI {smi:<22}Driver Version: {drv:<15}CUDA Version: {cuda:<9}|
 +-----------------------------------------+------------------------+----------------------+
@@ -35,6 +37,7 @@ GB10_TABLE = """\
 |  No running processes found                                                             |
 +-----------------------------------------------------------------------------------------+
 """
+)
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: {lib}\n"
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "

@@ -13,19 +13,26 @@ from gb10check.parsers.nvidia import (
 pytestmark = pytest.mark.preflight
 
 
-def _loaded_module_version(node):
+def _loaded_module_version(node, evidence):
     snap = node.snapshot()
-    proc = snap.raw("proc_driver_version")
-    if proc.ok:
+    if snap.raw("proc_driver_version").ok:
         return snap.parsed("proc_driver_version", parse_proc_driver_version).version
-    # /proc/driver/nvidia/version is absent when no module is loaded; sysfs says the same
-    return snap.parsed("module_version", parse_module_version)
+    if snap.raw("module_version").ok:
+        return snap.parsed("module_version", parse_module_version)
+    # both are absent exactly when no nvidia module is loaded
+    evidence.expect(
+        False,
+        what="NVIDIA kernel module",
+        expected="loaded",
+        found="not loaded",
+        detail=f"cat /proc/driver/nvidia/version: {snap.raw('proc_driver_version').stderr.strip()[:120]!r}",
+    )
 
 
 @pytest.mark.smoke
 @pytest.mark.hints("driver-version-mismatch")
 def test_driver_versions_match(node, evidence):
-    kernel = _loaded_module_version(node)
+    kernel = _loaded_module_version(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
     smi = node.snapshot().parsed("nvidia_smi_query", parse_nvidia_smi_query, accept_rc=(0, 9, 18))
     what = "NVIDIA driver, kernel module vs userspace (NVML)"

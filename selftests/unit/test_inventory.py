@@ -24,13 +24,19 @@ def test_example_is_the_seed_deployment():
     assert inv.api_node.transport == "local"
     links = {link.netdev: link for link in inv.links}
     assert links["enp1s0f0np0"].rdma_device == "rocep1s0f0"
-    assert links["enp1s0f0np0"].addresses == {"thinkstationpgx-30": "169.254.94.252/16",
-                                              "thinkstationpgx-32": "169.254.159.206/16"}
+    assert links["enp1s0f0np0"].addresses == {
+        "thinkstationpgx-30": "169.254.94.252/16",
+        "thinkstationpgx-32": "169.254.159.206/16",
+    }
     assert links["enP2p1s0f0np0"].addresses["thinkstationpgx-32"] == "192.168.101.11/24"
     assert {link.gid_index for link in inv.links} == {3}
     assert inv.service is not None and inv.deployment is not None
-    assert (inv.service.base_url, inv.service.served_model_name, inv.service.model, inv.service.max_model_len) == (
-        "http://localhost:20001", "qwen3.8-flash-next", "Qwen/Qwen3.8-Flash-Next-FP8", 262144)
+    assert (
+        inv.service.base_url,
+        inv.service.served_model_name,
+        inv.service.model,
+        inv.service.max_model_len,
+    ) == ("http://localhost:20001", "qwen3.8-flash-next", "Qwen/Qwen3.8-Flash-Next-FP8", 262144)
     assert inv.deployment.container == "vllm-qwen38"
     assert inv.deployment.image == "vllm/vllm-openai:qwen38-flash-next"
     assert inv.deployment.compose_file == "/home/lenovo/vllm/qwen3.8-flash-next-compose.yml"
@@ -65,18 +71,37 @@ def test_minimal_inventory():
     ("text", "message"),
     [
         ("nodes = 3", "m.toml: invalid inventory:\n  - 'nodes': Input should be a valid list"),
-        (MINIMAL.replace('rank = 0', 'rank = "0"'), "'nodes[0] (name = 'a').rank': Input should be a valid integer (found '0')"),
+        (
+            MINIMAL.replace("rank = 0", 'rank = "0"'),
+            "'nodes[0] (name = 'a').rank': Input should be a valid integer (found '0')",
+        ),
         (MINIMAL + 'hots = "x"\n', "key 'nodes[0] (name = 'a').hots' is not known (misspelt?)"),
         (MINIMAL.replace('transport = "local"', 'transport = "ssh"'), "transport 'ssh' needs host ="),
-        (MINIMAL.replace('transport = "local"', 'transport = "telnet"'), "Input should be 'ssh' or 'local' (found 'telnet')"),
+        (
+            MINIMAL.replace('transport = "local"', 'transport = "telnet"'),
+            "Input should be 'ssh' or 'local' (found 'telnet')",
+        ),
         (MINIMAL + MINIMAL, "node names must be unique; repeated: a"),
-        (MINIMAL + MINIMAL.replace('"a"', '"b"').replace("rank = 0", "rank = 2"), "node ranks must be 0..1, each once; found [0, 2]"),
-        (MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { a = "10.0.0.1" }\n',
-         "a = '10.0.0.1' needs a prefix length"),
-        (MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { b = "10.0.0.1/24" }\n',
-         "links[0] (e).addresses names unknown node(s) ['b']"),
-        (MINIMAL + '[service]\nbase_url = "localhost:20001"\n', "'service.base_url': String should match pattern"),
-        (MINIMAL + "[thresholds]\ncommand_timeout = 0\n", "'thresholds.command_timeout': Input should be greater than 0"),
+        (
+            MINIMAL + MINIMAL.replace('"a"', '"b"').replace("rank = 0", "rank = 2"),
+            "node ranks must be 0..1, each once; found [0, 2]",
+        ),
+        (
+            MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { a = "10.0.0.1" }\n',
+            "a = '10.0.0.1' needs a prefix length",
+        ),
+        (
+            MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { b = "10.0.0.1/24" }\n',
+            "links[0] (e).addresses names unknown node(s) ['b']",
+        ),
+        (
+            MINIMAL + '[service]\nbase_url = "localhost:20001"\n',
+            "'service.base_url': String should match pattern",
+        ),
+        (
+            MINIMAL + "[thresholds]\ncommand_timeout = 0\n",
+            "'thresholds.command_timeout': Input should be greater than 0",
+        ),
         ("[[nodes]\n", "m.toml: not valid TOML"),
     ],
 )

@@ -19,7 +19,9 @@ from gb10check.parsers.vllm_api import parse_models
 
 
 def test_proc_driver_version_aarch64_open(capture):
-    mod = parse_proc_driver_version(capture("commands/proc_driver_nvidia_version.aarch64_open.full_two_lines.fixture.txt"))
+    mod = parse_proc_driver_version(
+        capture("commands/proc_driver_nvidia_version.aarch64_open.full_two_lines.fixture.txt")
+    )
     assert (mod.version, mod.open_source, mod.arch) == ("550.144.03", True, "aarch64")
 
 
@@ -35,8 +37,15 @@ def test_proc_driver_version_spacing_does_not_matter():
     assert parse_proc_driver_version(text).version == "580.173.02"
 
 
-@pytest.mark.parametrize("text", ["", "\n", "cat: /proc/driver/nvidia/version: No such file or directory\n",
-                                  "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  "])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n",
+        "cat: /proc/driver/nvidia/version: No such file or directory\n",
+        "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  ",
+    ],
+)
 def test_proc_driver_version_garbage(text):
     with pytest.raises(ParseError, match="cannot parse /proc/driver/nvidia/version") as err:
         parse_proc_driver_version(text)
@@ -69,8 +78,17 @@ def test_nvidia_smi_no_driver(capture):
     assert isinstance(res, NoDriver) and "couldn't communicate" in res.message
 
 
-@pytest.mark.parametrize("text", ["", "580.173.02\n", "580.173.02, NVIDIA GB10, extra\n", "N/A, NVIDIA GB10\n",
-                                  "Segmentation fault\n", "580.173.02, NVIDIA GB10\ngarbage\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "580.173.02\n",
+        "580.173.02, NVIDIA GB10, extra\n",
+        "N/A, NVIDIA GB10\n",
+        "Segmentation fault\n",
+        "580.173.02, NVIDIA GB10\ngarbage\n",
+    ],
+)
 def test_nvidia_smi_garbage(text):
     with pytest.raises(ParseError, match="nvidia-smi"):
         parse_nvidia_smi_query(text)
@@ -87,7 +105,9 @@ def test_ibdev2netdev_all_up(capture):
 
 
 def test_ibdev2netdev_one_cable_and_any_order(capture):
-    ports = {p.rdma_device: p for p in parse_ibdev2netdev(capture("commands/ibdev2netdev.dgx_spark.one_cable_port0.txt"))}
+    ports = {
+        p.rdma_device: p for p in parse_ibdev2netdev(capture("commands/ibdev2netdev.dgx_spark.one_cable_port0.txt"))
+    }
     assert ports["rocep1s0f0"].up and not ports["rocep1s0f1"].up and ports["rocep1s0f1"].state == "Down"
     # the playbook capture lists the devices in another order, after the shell prompt
     lines = capture("commands/ibdev2netdev.with_prompt.nvidia_playbook.txt").splitlines()
@@ -97,13 +117,24 @@ def test_ibdev2netdev_one_cable_and_any_order(capture):
 
 
 def test_ibdev2netdev_verbose_form():
-    line = "0000:01:00.0 rocep1s0f0 (MT4129 - MCX75310AAS-NEAT) NVIDIA ConnectX-7 fw 28.45.1020 port 1 (ACTIVE) ==> enp1s0f0np0 (Up)"
+    line = (
+        "0000:01:00.0 rocep1s0f0 (MT4129 - MCX75310AAS-NEAT) NVIDIA ConnectX-7 fw 28.45.1020 port 1 (ACTIVE)"
+        " ==> enp1s0f0np0 (Up)"
+    )
     (port,) = parse_ibdev2netdev(line)
     assert (port.rdma_device, port.port, port.netdev, port.up) == ("rocep1s0f0", 1, "enp1s0f0np0", True)
 
 
-@pytest.mark.parametrize("text", ["", "\n\n", "bash: ibdev2netdev: command not found\n",
-                                  "nvidia@dxg-spark-1:~$ ibdev2netdev\n", "rocep1s0f0 port 1 ==> enp1s0f0np0\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n",
+        "bash: ibdev2netdev: command not found\n",
+        "nvidia@dxg-spark-1:~$ ibdev2netdev\n",
+        "rocep1s0f0 port 1 ==> enp1s0f0np0\n",
+    ],
+)
 def test_ibdev2netdev_garbage(text):
     with pytest.raises(ParseError, match="ibdev2netdev"):
         parse_ibdev2netdev(text)
@@ -133,8 +164,16 @@ def test_models_v0_12(capture):
     assert (card.id, card.root, card.max_model_len, card.parent) == ("qwen3", "Qwen/Qwen3-8B", 40960, None)
 
 
-@pytest.mark.parametrize("text", ["", "<html>502 Bad Gateway</html>", '{"error": "Unauthorized"}',
-                                  '{"data": [{"object": "model"}]}', '{"data": [{"id": "x", "max_model_len": "big"}]}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "<html>502 Bad Gateway</html>",
+        '{"error": "Unauthorized"}',
+        '{"data": [{"object": "model"}]}',
+        '{"data": [{"id": "x", "max_model_len": "big"}]}',
+    ],
+)
 def test_models_garbage(text):
     with pytest.raises(ParseError, match="GET /v1/models"):
         parse_models(text)

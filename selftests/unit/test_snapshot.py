@@ -15,12 +15,14 @@ def _run(probes, timeout=5.0):
 
 
 def test_each_probe_gets_its_own_stdout_stderr_and_rc():
-    res = _run((
-        Probe("a", "printf 'one\\ntwo\\n'"),
-        Probe("b", "echo oops >&2; exit 3"),
-        Probe("c", "printf 'no newline'"),
-        Probe("d", "command-that-does-not-exist-here"),
-    ))
+    res = _run(
+        (
+            Probe("a", "printf 'one\\ntwo\\n'"),
+            Probe("b", "echo oops >&2; exit 3"),
+            Probe("c", "printf 'no newline'"),
+            Probe("d", "command-that-does-not-exist-here"),
+        )
+    )
     assert (res["a"].stdout, res["a"].rc) == ("one\ntwo\n", 0)
     assert (res["b"].stdout, res["b"].stderr, res["b"].rc) == ("", "oops\n", 3)
     assert res["c"].stdout == "no newline"

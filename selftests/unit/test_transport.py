@@ -33,8 +33,14 @@ def test_local_never_reads_stdin():
 
 def _ssh(sim, node_index=1, **kw):
     node = sim.nodes[node_index]
-    args = dict(user="root", port=22, key=str(sim.dir / "client_key"), connect_timeout=3,
-                known_hosts=str(sim.dir / "known_hosts"), use_ssh_config=False)
+    args = dict(
+        user="root",
+        port=22,
+        key=str(sim.dir / "client_key"),
+        connect_timeout=3,
+        known_hosts=str(sim.dir / "known_hosts"),
+        use_ssh_config=False,
+    )
     args.update(kw)
     return SshTransport(node.name, args.pop("host", node.lan_ip), **args)
 
@@ -91,7 +97,7 @@ def test_ssh_silent_drop_fails_within_the_connect_timeout(in_rank0):
 def test_ssh_unknown_host_key_is_rejected_by_default(in_rank0, tmp_path):
     t = _ssh(in_rank0, known_hosts=str(tmp_path / "empty_known_hosts"))
     (tmp_path / "empty_known_hosts").write_text("")
-    with pytest.raises(NodeUnreachable, match="not found in known_hosts.*accept-new"):
+    with pytest.raises(NodeUnreachable, match=r"not found in known_hosts.*accept-new"):
         t.run("true", timeout=5)
 
 

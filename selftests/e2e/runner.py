@@ -1,0 +1,90 @@
+"""Run the acceptance suite in a subprocess, as a user would, and read what it left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class SuiteRun:
+    rc: int
+    out: str
+    pid: int
+    junit: dict[str, dict]  # test id "file::name[param]" -> {"outcome", "message", "properties"}
+    summary: dict | None
+
+    def failed(self) -> dict[str, set[str]]:
+        """Failed (or errored) test id -> the hint ids its JUnit properties carry."""
+        return {
+            tid: set(case["properties"].get("hints", "").split())
+            for tid, case in self.junit.items()
+            if case["outcome"] in ("failure", "error")
+        }
+
+    def outcomes(self) -> dict[str, str]:
+        return {tid: case["outcome"] for tid, case in self.junit.items()}
+
+
+def _read_junit(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    cases = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        file = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
+        tid = f"{file}::{case.get('name')}"
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = case.find(tag)
+            if el is not None:
+                outcome, message = tag, el.get("message", "")
+                break
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        cases[tid] = {"outcome": outcome, "message": message, "properties": props}
+    return cases
+
+
+def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> SuiteRun:
+    reports = tmp / "reports"
+    full_env = {k: v for k, v in os.environ.items() if k != "GB10_CLUSTER"}
+    full_env.update(env or {})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--reports-dir={reports}", *args],
+        cwd=PROJECT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"the suite hung for {timeout} s:\n{out}") from None
+    summary_path = reports / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
+    return SuiteRun(proc.returncode, out, proc.pid, _read_junit(reports / "junit.xml"), summary)
+
+
+def sim_leftovers(pid: int) -> list[str]:
+    """Namespaces, run dirs and sshd processes a suite run with this pid left behind."""
+    left = [
+        ns
+        for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        if ns.startswith(f"gb10sim-{pid}-")
+    ]
+    if Path(f"/run/gb10sim/{pid}").exists():
+        left.append(f"/run/gb10sim/{pid}")
+    sshd = subprocess.run(["pgrep", "-af", f"/run/gb10sim/{pid}/"], capture_output=True, text=True).stdout.strip()
+    if sshd:
+        left.append(sshd)
+    return left
