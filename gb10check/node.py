@@ -109,12 +109,16 @@ class ClusterNodes:
     def __getitem__(self, name: str) -> Node:
         return self.nodes[name]
 
-    def snapshot(self, name: str) -> Snapshot:
+    def gather(self) -> None:
+        """Every node's snapshot, in parallel, once per session (later calls return at once)."""
         with self._lock:
             if not self._gathered:
                 with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
                     list(pool.map(lambda n: n.snapshot(), self.nodes.values()))
                 self._gathered = True
+
+    def snapshot(self, name: str) -> Snapshot:
+        self.gather()
         return self.nodes[name].snapshot()
 
     def close(self) -> None:

@@ -124,3 +124,62 @@ def test_hung_tool_is_a_timeout_verdict_not_a_hung_suite(tmp_path):
     assert set(failed) == {f"{DRV}[{R1}]"}, run.out
     assert "command-timeout" in failed[f"{DRV}[{R1}]"]
     assert "timed out after" in run.junit[f"{DRV}[{R1}]"]["message"]
+
+
+def _start_hung_run(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from selftests.e2e.runner import PROJECT
+
+    scenario = tmp_path / "hung.toml"
+    scenario.write_text('base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n')
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--sim={scenario}",
+            f"--reports-dir={tmp_path / 'reports'}",
+            "-m",
+            "preflight",
+        ],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not list((tmp_path / "reports").glob("*")) and not sim_leftovers(proc.pid):
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never brought the sim up"
+        time.sleep(0.1)
+    time.sleep(1.5)  # into the hung snapshot
+    return proc
+
+
+def test_sigterm_tears_down_and_still_writes_reports(tmp_path):
+    import json
+    import signal
+
+    proc = _start_hung_run(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, out  # pytest's "interrupted"
+    assert sim_leftovers(proc.pid) == []
+    summary = json.loads((tmp_path / "reports" / "summary.json").read_text())
+    assert summary["interrupted"] is True
+
+
+def test_a_killed_run_is_cleaned_by_the_next(tmp_path):
+    import signal
+
+    proc = _start_hung_run(tmp_path)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert sim_leftovers(proc.pid), "SIGKILL should have left the sim behind"
+    run_suite(tmp_path / "next", "--sim", "-m", "preflight")
+    assert sim_leftovers(proc.pid) == []
