@@ -130,3 +130,13 @@ def test_broken_hints_file_is_a_usage_error(suite, monkeypatch):
     result = suite.runpytest("--reports-dir=out", "--hints=bad.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: gb10check: bad.toml: [[]x]: 'title' must be a non-empty str"])
+
+
+def test_sim_without_root_stops_with_the_reason(suite, monkeypatch):
+    # the interpreter here lives under /root, so a real unprivileged run cannot start it at all;
+    # the root test itself is all that is faked
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    suite.makepyfile(test_h="def test_a():\n    pass\n")
+    result = suite.runpytest("--sim", "--reports-dir=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: the simulated cluster needs root (network and mount namespaces, sshd)*"])
