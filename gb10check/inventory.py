@@ -129,9 +129,6 @@ class Inventory(_Strict):
     def api_node(self) -> Node:
         return next(n for n in self.nodes if n.rank == 0)
 
-    def node(self, name: str) -> Node:
-        return next(n for n in self.nodes if n.name == name)
-
 
 def _loc(loc: tuple[int | str, ...], data: Any) -> str:
     """pydantic's ('nodes', 1, 'rank') -> 'nodes[1].rank' (with the node's name when known)."""
