@@ -5,6 +5,7 @@
     ├── HintCatalogueError    a hints file is malformed
     ├── ParseError            a tool printed something its parser does not recognise
     ├── ToolMissing           a tool the check reads is not installed on the node
+    ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
     ├── TransportError        reaching a node failed
     │   ├── NodeUnreachable   connect / auth / host key failed: the node's checks fail with node-unreachable
     │   └── CommandTimeout    a command outlived its bound (also recorded as CommandResult.timed_out)
@@ -53,6 +54,10 @@ class ParseError(GB10Error):
 
 class ToolMissing(GB10Error):
     hint_ids = ("tool-missing",)
+
+
+class PrivilegeRequired(GB10Error):
+    hint_ids = ("sudo-required",)
 
 
 class TransportError(GB10Error):

@@ -74,6 +74,8 @@ class Service(_Strict):
     model: str
     max_model_len: int = Field(gt=0)
     api_key_env: str | None = None
+    reasoning_parser: str | None = None  # the --reasoning-parser rank 0 must run with, if any
+    tool_call_parser: str | None = None  # the --tool-call-parser rank 0 must run with, if any
     min_decode_tokens_per_s: float = Field(20.0, gt=0)
     request_timeout: float = Field(30.0, gt=0, le=3600)
 
@@ -88,8 +90,12 @@ class Deployment(_Strict):
 
 class Thresholds(_Strict):
     command_timeout: float = Field(10.0, gt=0, le=600)
+    nvidia_smi_timeout: float = Field(10.0, gt=0, le=600)
+    docker_run_timeout: float = Field(120.0, gt=0, le=1800)
     min_mem_available_gib: float = Field(100.0, ge=0)
     stop_mem_available_gib: float = Field(5.0, ge=0)
+    container_headroom_gib: float = Field(8.0, ge=0)
+    min_distributed_timeout_s: float = Field(1800.0, gt=0)
 
 
 class Cluster(_Strict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -9,11 +10,18 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gb10check import inventory as inv
-from gb10check.errors import CommandTimeout, GB10Error, ParseError, ToolMissing, TransportError
-from gb10check.snapshot import PROBES, Probe, build_script, new_boundary, script_timeout, split_output
+from gb10check.errors import CommandTimeout, GB10Error, ParseError, PrivilegeRequired, ToolMissing, TransportError
+from gb10check.probes import NO_SUDO, probes_for
+from gb10check.snapshot import Probe, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
 
 T = TypeVar("T")
+# sudo -n without a NOPASSWD rule, ufw run as a user, or the inventory forbidding sudo
+_REFUSED = re.compile(
+    rf"^sudo: (a password is required|a terminal is required)|You need to be root to run this script"
+    rf"|{re.escape(NO_SUDO)}",
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,10 @@ class Snapshot:
             raise ToolMissing(
                 f"{self.node}: `{res.command}` is not installed or not on PATH: {res.stderr.strip()[:200]}"
             )
+        if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
+            raise PrivilegeRequired(
+                f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}"
+            )
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
             return parser(text)
@@ -47,10 +59,17 @@ class Snapshot:
 
 
 class Node:
-    def __init__(self, spec: inv.Node, transport: Transport, command_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        spec: inv.Node,
+        transport: Transport,
+        command_timeout: float = 10.0,
+        probes: tuple[Probe, ...] = (),
+    ) -> None:
         self.spec = spec
         self.transport = transport
         self.command_timeout = command_timeout
+        self.probes = probes
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
 
@@ -58,10 +77,10 @@ class Node:
     def name(self) -> str:
         return self.spec.name
 
-    def snapshot(self, probes: tuple[Probe, ...] = PROBES) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         with self._lock:
             if self._snapshot is None:
-                self._snapshot = self._gather(probes)
+                self._snapshot = self._gather(self.probes)
             return self._snapshot
 
     def _gather(self, probes: tuple[Probe, ...]) -> Snapshot:
@@ -102,7 +121,10 @@ class ClusterNodes:
     def __init__(self, inventory: inv.Inventory) -> None:
         self.inventory = inventory
         timeout = inventory.thresholds.command_timeout
-        self.nodes = {s.name: Node(s, make_transport(s, inventory.ssh), timeout) for s in inventory.nodes}
+        self.nodes = {
+            s.name: Node(s, make_transport(s, inventory.ssh), timeout, probes_for(inventory, s))
+            for s in inventory.nodes
+        }
         self._gathered = False
         self._lock = threading.Lock()
 

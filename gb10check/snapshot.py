@@ -21,19 +21,6 @@ class Probe:
     timeout: float | None = None  # None: the inventory's thresholds.command_timeout
 
 
-# The cheap facts every session reads once per node. Active probes (a chat request,
-# ib_write_bw, docker run) are not here: they run on their own.
-PROBES: tuple[Probe, ...] = (
-    Probe("proc_driver_version", "cat /proc/driver/nvidia/version"),
-    Probe("module_version", "cat /sys/module/nvidia/version"),
-    Probe("nvidia_smi_query", "nvidia-smi --query-gpu=driver_version,name --format=csv,noheader"),
-    Probe("ibdev2netdev", "ibdev2netdev"),
-    Probe("meminfo", "cat /proc/meminfo"),
-    Probe("hostname", "hostname"),
-    Probe("whoami", "id -un"),
-)
-
-
 def new_boundary() -> str:
     return "gb10-" + secrets.token_hex(8)
 

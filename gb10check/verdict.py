@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 
 
 class CheckFailed(AssertionError):
-    """A fault of the cluster, found by a check (pytest reports it as a failure)."""
+    """A fault of the cluster, found by a check (pytest reports it as a failure).
+
+    `hint_ids`, when given, are the diagnosis this failure calls for (they replace the test's own).
+    """
+
+    def __init__(self, message: str, hint_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.hint_ids = hint_ids
 
 
 @dataclass(repr=False)
@@ -25,6 +32,7 @@ class Evidence:
         found: object,
         detail: str = "",
         where: str | None = None,
+        hints: tuple[str, ...] = (),
     ) -> None:
         """Record one comparison; on failure raise with expected, found, where (+ detail, failure only)."""
         __tracebackhide__ = True
@@ -32,7 +40,8 @@ class Evidence:
         if not ok:
             place = where or self.node or "the cluster"
             raise CheckFailed(
-                f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else "")
+                f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else ""),
+                hints,
             )
 
     def __repr__(self) -> str:

@@ -32,8 +32,8 @@ from typing import Any
 import tomli_w
 
 from gb10check.errors import SimError
-from sim import netns
-from sim.scenario import Scenario
+from sim import deploy, netns
+from sim.scenario import Scenario, merge
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
@@ -150,6 +150,12 @@ class SimCluster:
     def api_namespace(self) -> str:
         return self.nodes[0].ns
 
+    @property
+    def inventory_data(self) -> dict[str, Any]:
+        """The example inventory (the seed's expectations) with the scenario's `inventory` overrides."""
+        data = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
+        return merge(data, self.scenario.data.get("inventory", {}))
+
     # -- bring-up ---------------------------------------------------------------------------
     def up(self, ready_timeout: float = 10.0) -> Path:
         reason = why_not_available()
@@ -207,6 +213,7 @@ class SimCluster:
         spec = node.spec
         (d / "bin").mkdir(parents=True)
         driver = {"kernel": "580.173.02", "userspace": "580.173.02", "cuda": "13.0", **spec.get("driver", {})}
+        driver.setdefault("installed", driver["userspace"])
         ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in self.scenario.links.items()]
         ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in self.scenario.data.get("unused_ports", {}).items()]
         ports.sort(key=lambda p: p["rdma_device"].lower())
@@ -216,9 +223,11 @@ class SimCluster:
             "gpu_uuid": spec.get("gpu_uuid", "GPU-00000000-0000-0000-0000-000000000000"),
             "rdma_ports": ports,
             "stubs": spec.get("stubs", []),
+            "docker": self._docker_state(node),
         }
         (d / "state.json").write_text(json.dumps(state, indent=2))
-        for tool in ("nvidia-smi", "ibdev2netdev"):
+        self._write_deployment(node)
+        for tool in ("nvidia-smi", "ibdev2netdev", "modinfo", "docker"):
             stub = d / "bin" / tool
             stub.write_text(
                 f"#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / 'sim' / 'stub.py'} "
@@ -275,6 +284,7 @@ class SimCluster:
             )
         )
         hostname = spec.get("hostname", node.name)
+        ufw = self._ufw_commands(node)
         # Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh
         (d / "boot.sh").write_text(
             f"""set -e
@@ -291,9 +301,84 @@ mount -t tmpfs -o mode=755 gb10sim-driver /proc/driver
 cp -a {d}/proc_driver/. /proc/driver/
 mount --bind {d}/meminfo /proc/meminfo
 mount --bind {d}/bin /usr/local/bin
+mkdir -p {d}/etc-work
+mount -t overlay gb10sim-etc -o lowerdir=/etc,upperdir={d}/fs/etc,workdir={d}/etc-work /etc
+mount --bind {d}/fs/home /home
+{ufw}
 exec {SSHD} -D -e -f {d}/sshd_config
 """
         )
+
+    def _docker_state(self, node: SimNode) -> dict[str, Any]:
+        """What the node's docker stub knows: images (same layers everywhere, IDs per node, as after
+        `docker load`), the vLLM container if it exists, cgroup set-up, and the GPU runtime."""
+        deployment = self.inventory_data.get("deployment", {})
+        layers = [f"sha256:{deploy.digest(f'layer-{i}')}" for i in range(6)]
+        state: dict[str, Any] = {
+            "images": [
+                {
+                    "tags": [deployment.get("image", "vllm/vllm-openai:qwen38-flash-next")],
+                    "id": f"sha256:{deploy.digest(f'image-{node.name}')}",
+                    "layers": layers,
+                    "arch": "arm64",
+                }
+            ],
+            "container": None,
+            "gpu": "ok",
+            "cgroup_driver": "systemd",
+            "cgroup_version": "2",
+        }
+        return merge(state, node.spec.get("docker", {}))
+
+    def _write_deployment(self, node: SimNode) -> None:
+        """The node's files, under its own root folder: compose, .env, HF cache, netplan, /etc/passwd
+        (naming the login account), ~/.ssh for the QSFP mesh."""
+        spec, fs = node.spec, node.dir / "fs"
+        inv_data = self.inventory_data
+        dep, service = inv_data.get("deployment", {}), inv_data.get("service", {})
+        links = list(self.scenario.links.items())
+        users = spec.get("users", ["lenovo"])
+        ssh_dir = fs / "home" / users[0] / ".ssh"  # the home of the node's first uid-0 name (what ssh reads)
+        for sub in (fs / "etc", ssh_dir):
+            sub.mkdir(parents=True, exist_ok=True)
+        if dep:
+            edits = self.scenario.data.get("deployment", {}).get("compose_edits", []) + spec.get("compose_edits", [])
+            deploy.place(fs, dep["compose_file"]).write_text(deploy.render_compose(edits))
+            env = {
+                "MODEL_ID": service.get("model", ""),
+                "NODE_RANK": str(node.rank),
+                "VLLM_HOST_IP": links[0][1]["addresses"][node.name].split("/")[0] if links else "",
+                **spec.get("env", {}),
+            }
+            deploy.place(fs, dep["env_file"]).write_text(deploy.render_env(env))
+            if service.get("model") and not spec.get("hf", {}).get("absent"):
+                hf = merge(self.scenario.data.get("deployment", {}).get("hf", {}), spec.get("hf", {}))
+                folder = fs / dep["hf_cache"].lstrip("/") / "hub" / ("models--" + service["model"].replace("/", "--"))
+                deploy.build_hf_cache(folder, service["model"], hf)
+        netplan = spec.get("netplan", {})
+        plan = {
+            netdev: ("link-local" if i == 0 else link["addresses"][node.name])
+            for i, (netdev, link) in enumerate(links)
+            if netdev not in netplan.get("omit", [])
+        }
+        path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
+        path.write_text(deploy.render_netplan(plan))
+        path.chmod(int(str(netplan.get("mode", "600")), 8))
+        deploy.write_passwd(fs / "etc" / "passwd", users)
+        if spec.get("ssh_key", True):
+            shutil.copy2(self.dir / "client_key", ssh_dir / "id_ed25519")
+
+    def _ufw_commands(self, node: SimNode) -> str:
+        """Real ufw, run in the node's namespaces at boot: rules into its own /etc/ufw (the overlay)."""
+        ufw = node.spec.get("ufw", {})
+        if not ufw.get("enabled"):
+            return ""
+        lines = ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
+        lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
+        lines.append("ufw --force enable >/dev/null")
+        if not ufw.get("enabled_on_boot", True):
+            lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
+        return "\n".join(lines)
 
     def _wire(self) -> None:
         by_name = {n.name: n for n in self.nodes}
@@ -396,11 +481,15 @@ exec {SSHD} -D -e -f {d}/sshd_config
         for node in self.nodes:
             key = " ".join((node.dir / "host_key.pub").read_text().split()[:2])
             lines += [f"{host} {key}" for host in self._node_addresses(node)]
-        (self.dir / "known_hosts").write_text("\n".join(lines) + "\n")
+        text = "\n".join(lines) + "\n"
+        (self.dir / "known_hosts").write_text(text)
+        for node in self.nodes:  # for the nodes' own SSH to each other over QSFP
+            user = node.spec.get("users", ["lenovo"])[0]
+            (node.dir / "fs" / "home" / user / ".ssh" / "known_hosts").write_text(text)
 
     def _write_inventory(self) -> None:
         """The example inventory (the seed's expectations), with the sim's nodes and how to reach them."""
-        data = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
+        data = self.inventory_data
         data["ssh"] = {
             "connect_timeout": 5,
             "host_key_policy": "known_hosts",

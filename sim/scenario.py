@@ -21,21 +21,29 @@ NODE_KEYS = {
     "stubs",
     "gpu_uuid",
     "powered_off",
+    "users",
+    "docker",
+    "ufw",
+    "netplan",
+    "env",
+    "hf",
+    "ssh_key",
+    "compose_edits",
 }
-TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service"}
+TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory"}
 STUB_KEYS = {"tool", "match", "stdout", "stderr", "rc", "delay"}
-STUB_TOOLS = {"nvidia-smi", "ibdev2netdev"}
+STUB_TOOLS = {"nvidia-smi", "ibdev2netdev", "modinfo", "docker"}
 
 
 def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -69,7 +77,7 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if base is None:
         return data
     base_path = _locate(base) if not base.endswith(".toml") else (path.parent / base)
-    return _merge(_load_raw(base_path, (*seen, path.resolve())), data)
+    return merge(_load_raw(base_path, (*seen, path.resolve())), data)
 
 
 @dataclass(frozen=True)

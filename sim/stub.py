@@ -91,7 +91,134 @@ def ibdev2netdev(state: dict, args: list[str]) -> tuple[str, str, int]:
     return "\n".join(lines) + "\n", "", 0
 
 
-TOOLS = {"nvidia-smi": nvidia_smi, "ibdev2netdev": ibdev2netdev}
+def modinfo(state: dict, args: list[str]) -> tuple[str, str, int]:
+    """`modinfo -F version nvidia`: the module installed on disk (what the next boot loads)."""
+    installed = state["driver"].get("installed") or state["driver"].get("userspace")
+    if args[-1:] != ["nvidia"] or not installed:
+        name = args[-1] if args else ""
+        return "", f"modinfo: ERROR: Module {name} not found.\n", 1
+    if "-F" in args and args[args.index("-F") + 1] == "version":
+        return installed + "\n", "", 0
+    return (
+        f"filename:       /lib/modules/6.17.0-1014-nvidia/updates/dkms/nvidia.ko.zst\nversion:        {installed}\n",
+        "",
+        0,
+    )
+
+
+# docker's own messages (docker CLI 28 / moby); JSON shapes follow the Engine API's types
+NO_SUCH = "Error response from daemon: No such {what}: {ref}\n"
+GPU_NO_RUNTIME = (
+    'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n\n'
+    "Run 'docker run --help' for more information\n"
+)
+GPU_NVML_MISMATCH = (
+    "docker: Error response from daemon: failed to create task for container: failed to create shim task: "
+    "OCI runtime create failed: runc create failed: unable to start container process: error during container "
+    "init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+    "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown\n\n"
+    "Run 'docker run --help' for more information\n"
+)
+
+
+def _image(state: dict, ref: str) -> dict | None:
+    ref = ref if ":" in ref.rsplit("/", 1)[-1] else ref + ":latest"
+    return next((i for i in state["docker"]["images"] if ref in i["tags"]), None)
+
+
+def _gpu_list(state: dict) -> tuple[str, str, int]:
+    docker, drv = state["docker"], state["driver"]
+    if docker.get("gpu") == "no-runtime":
+        return "", GPU_NO_RUNTIME, 125
+    if drv.get("kernel") != drv.get("userspace"):
+        return "", GPU_NVML_MISMATCH, 125
+    return f"GPU 0: NVIDIA GB10 (UUID: {state['gpu_uuid']})\n", "", 0
+
+
+def docker(state: dict, args: list[str]) -> tuple[str, str, int]:
+    d = state["docker"]
+    if d.get("daemon") == "down":
+        return (
+            "",
+            "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n",
+            1,
+        )
+    words = [a for a in args if not a.startswith("--format") and a != "{{json .}}"]
+    if words[:1] == ["info"]:
+        info = {
+            "ID": "6d2c1b9e-sim",
+            "Containers": 1 if d.get("container") else 0,
+            "Images": len(d["images"]),
+            "Driver": "overlayfs",
+            "CgroupDriver": d.get("cgroup_driver", "systemd"),
+            "CgroupVersion": str(d.get("cgroup_version", "2")),
+            "KernelVersion": "6.17.0-1014-nvidia",
+            "OperatingSystem": "Ubuntu 24.04.3 LTS",
+            "OSType": "linux",
+            "Architecture": "aarch64",
+            "NCPU": 20,
+            "MemTotal": 127957729280,
+            "ServerVersion": "28.2.2",
+            "Runtimes": {"io.containerd.runc.v2": {"path": "runc"}, "runc": {"path": "runc"}}
+            | ({} if d.get("gpu") == "no-runtime" else {"nvidia": {"path": "nvidia-container-runtime"}}),
+            "DefaultRuntime": "runc",
+        }
+        return json.dumps(info) + "\n", "", 0
+    if words[:2] == ["image", "ls"]:
+        return "".join(f"{t}\n" for i in d["images"] for t in i["tags"]), "", 0
+    if words[:2] == ["image", "inspect"]:
+        image = _image(state, words[2])
+        if image is None:
+            return "[]\n", NO_SUCH.format(what="image", ref=words[2]), 1
+        body = {
+            "Id": image["id"],
+            "RepoTags": image["tags"],
+            "RepoDigests": [],
+            "Created": "2026-10-02T08:14:51.123456789Z",
+            "Architecture": image.get("arch", "arm64"),
+            "Os": "linux",
+            "Size": 21474836480,
+            "RootFS": {"Type": "layers", "Layers": image["layers"]},
+        }
+        return json.dumps([body], indent=4) + "\n", "", 0
+    if words[:2] == ["container", "inspect"]:
+        c = d.get("container")
+        if not c or c["name"] != words[2]:
+            return "[]\n", NO_SUCH.format(what="container", ref=words[2]), 1
+        running = c.get("status", "running") == "running"
+        body = {
+            "Id": hashlib_hex(c["name"]),
+            "Name": "/" + c["name"],
+            "Args": c.get("args", []),
+            "State": {
+                "Status": c.get("status", "running"),
+                "Running": running,
+                "ExitCode": 0 if running else 2,
+                "StartedAt": "2026-12-02T09:00:00.000000000Z",
+            },
+            "Config": {"Image": c.get("image", "")},
+        }
+        return json.dumps([body], indent=4) + "\n", "", 0
+    if words[:1] == ["run"]:
+        image = next((w for w in words[1:] if _image(state, w)), None)
+        if image is None:
+            return "", "docker: Error response from daemon: No such image: " + words[-2] + "\n", 125
+        return _gpu_list(state)
+    if words[:1] == ["exec"]:
+        c = d.get("container")
+        if not c or c.get("status", "running") != "running":
+            return "", f"Error response from daemon: container {words[1]} is not running\n", 1
+        return _gpu_list(state)
+    return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+def hashlib_hex(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+TOOLS = {"nvidia-smi": nvidia_smi, "ibdev2netdev": ibdev2netdev, "modinfo": modinfo, "docker": docker}
 
 
 def main(argv: list[str]) -> int:

@@ -1,38 +1,31 @@
-"""The NVIDIA driver: the loaded kernel module and the userspace library must be one version."""
+"""The NVIDIA driver: the loaded kernel module, the userspace library and the installed module agree."""
 
 import pytest
 
-from gb10check.parsers.nvidia import (
-    NoDriver,
-    NvmlMismatch,
-    parse_module_version,
-    parse_nvidia_smi_query,
-    parse_proc_driver_version,
-)
+from gb10check.facts import loaded_module
+from gb10check.parsers.nvidia import NoDriver, NvmlMismatch, parse_modinfo_version, parse_nvidia_smi_query
 
 pytestmark = pytest.mark.preflight
 
 
-def _loaded_module_version(node, evidence):
+def _loaded(node, evidence):
     snap = node.snapshot()
-    if snap.raw("proc_driver_version").ok:
-        return snap.parsed("proc_driver_version", parse_proc_driver_version).version
-    if snap.raw("module_version").ok:
-        return snap.parsed("module_version", parse_module_version)
+    version = loaded_module(snap)
     # both are absent exactly when no nvidia module is loaded
     evidence.expect(
-        False,
+        version is not None,
         what="NVIDIA kernel module",
         expected="loaded",
-        found="not loaded",
+        found=version or "not loaded",
         detail=f"cat /proc/driver/nvidia/version: {snap.raw('proc_driver_version').stderr.strip()[:120]!r}",
     )
+    return version
 
 
 @pytest.mark.smoke
 @pytest.mark.hints("driver-version-mismatch")
 def test_driver_versions_match(node, evidence):
-    kernel = _loaded_module_version(node, evidence)
+    kernel = _loaded(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
     smi = node.snapshot().parsed("nvidia_smi_query", parse_nvidia_smi_query, accept_rc=(0, 9, 18))
     what = "NVIDIA driver, kernel module vs userspace (NVML)"
@@ -51,4 +44,18 @@ def test_driver_versions_match(node, evidence):
         what=what,
         expected=f"userspace = kernel module {kernel}",
         found=f"kernel module {kernel}, userspace {smi.driver_version}",
+    )
+
+
+@pytest.mark.hints("driver-reboot-pending")
+def test_installed_module_is_the_loaded_one(node, evidence):
+    """A driver upgrade installs a new module on disk; until a reboot the old one stays loaded."""
+    kernel = _loaded(node, evidence)
+    installed = node.snapshot().parsed("modinfo_version", parse_modinfo_version)
+    evidence.expect(
+        installed == kernel,
+        what="NVIDIA kernel module, loaded vs installed (modinfo)",
+        expected=f"installed = loaded {kernel}",
+        found=f"loaded {kernel}, installed {installed}",
+        detail="the next boot loads the installed module; reboot this node in a quiet hour",
     )

@@ -97,3 +97,13 @@ def parse_nvidia_smi_query(text: str) -> NvidiaSmiResult:
     if not rows:
         raise ParseError("nvidia-smi --query-gpu=driver_version,name", "no GPU rows", text)
     return NvidiaSmiQuery(gpus=tuple(rows))
+
+
+def parse_modinfo_version(text: str) -> str:
+    """`modinfo -F version nvidia`: the version of the module installed on disk (the next boot's)."""
+    value = text.strip()
+    if "not found" in value:
+        raise ParseError("modinfo -F version nvidia", "no nvidia module installed", text)
+    if not _VERSION_RE.match(value):
+        raise ParseError("modinfo -F version nvidia", "expected a bare driver version", text)
+    return value

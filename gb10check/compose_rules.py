@@ -1,0 +1,227 @@
+"""The compose lint: each rule one line of the deployment and why it exists, as data.
+
+A rule reads the node's interpolated service, the `vllm serve` this rank runs and the inventory,
+and returns (ok, expected, found). Pure; the test module turns each rule into a test per node.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gb10check import inventory as inv
+from gb10check.compose import Service, VllmRun
+from gb10check.fit import GIB, gib
+
+Outcome = tuple[bool, str, str]
+
+
+@dataclass(frozen=True)
+class Context:
+    service: Service
+    run: VllmRun
+    rank: int
+    inventory: inv.Inventory
+    mem_total: int | None  # bytes, from the node's /proc/meminfo
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    what: str
+    hint: str
+    check: Callable[[Context], Outcome]
+    rank0_only: bool = False
+
+
+def _value(value: object) -> str:
+    return "not set" if value is None else str(value)
+
+
+def _env(ctx: Context, expected: dict[str, str]) -> Outcome:
+    env = ctx.service.environment
+    wrong = {k: env.get(k) for k, v in expected.items() if env.get(k) != v}
+    return (
+        not wrong,
+        ", ".join(f"{k}={v}" for k, v in expected.items()),
+        ", ".join(f"{k}={_value(v)}" for k, v in wrong.items()),
+    )
+
+
+def _host_network(ctx: Context) -> Outcome:
+    mode = ctx.service.get("network_mode")
+    return mode == "host", "network_mode: host", f"network_mode: {_value(mode)}"
+
+
+def _ipc_host(ctx: Context) -> Outcome:
+    return ctx.service.get("ipc") == "host", "ipc: host", f"ipc: {_value(ctx.service.get('ipc'))}"
+
+
+def _restart_no(ctx: Context) -> Outcome:
+    restart = ctx.service.restart
+    return restart in ("no", None), 'restart: "no"', f"restart: {_value(restart)}"
+
+
+def _rdma_device(ctx: Context) -> Outcome:
+    devices = ctx.service.devices
+    return "/dev/infiniband" in devices, "devices: /dev/infiniband", f"devices: {devices or 'none'}"
+
+
+def _ipc_lock(ctx: Context) -> Outcome:
+    caps = ctx.service.cap_add
+    return "IPC_LOCK" in caps, "cap_add: IPC_LOCK", f"cap_add: {caps or 'none'}"
+
+
+def _memlock(ctx: Context) -> Outcome:
+    limits = ctx.service.ulimit("memlock")
+    return limits == (-1, -1), "ulimits: memlock: -1 (unlimited)", f"memlock: {_value(limits)}"
+
+
+def _memory_limit(ctx: Context) -> Outcome:
+    limit = ctx.service.memory_limit
+    util = float(ctx.run.value("--gpu-memory-utilization") or 0.9)
+    total = ctx.mem_total or 0
+    headroom = int(ctx.inventory.thresholds.container_headroom_gib * GIB)
+    budget = int(util * total)
+    low, high = budget + headroom, total
+    expected = (
+        f"a memory limit between {gib(low)} (--gpu-memory-utilization {util:g} x MemTotal {gib(total)} + "
+        f"{gib(headroom)} headroom) and MemTotal {gib(high)}"
+    )
+    if limit is None:
+        return False, expected, "no mem_limit / deploy.resources.limits.memory"
+    return low <= limit < high, expected, gib(limit)
+
+
+def _socket_family(ctx: Context) -> Outcome:
+    return _env(ctx, {"NCCL_SOCKET_FAMILY": "AF_INET", "GLOO_SOCKET_FAMILY": "AF_INET"})
+
+
+def _libuv_off(ctx: Context) -> Outcome:
+    return _env(ctx, {"GLOO_USE_LIBUV": "0", "TORCH_GLOO_USE_LIBUV": "0"})
+
+
+def _socket_ifname(ctx: Context) -> Outcome:
+    netdev = ctx.inventory.links[0].netdev if ctx.inventory.links else "?"
+    return _env(ctx, {k: netdev for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")})
+
+
+def _gid_index(ctx: Context) -> Outcome:
+    gids = {str(link.gid_index) for link in ctx.inventory.links} or {"3"}
+    return _env(ctx, {"NCCL_IB_GID_INDEX": sorted(gids)[0], "NCCL_IB_DISABLE": "0"})
+
+
+def _hca_exact(ctx: Context) -> Outcome:
+    devices = [link.rdma_device for link in ctx.inventory.links]
+    value = ctx.service.environment.get("NCCL_IB_HCA")
+    expected = "=" + ",".join(devices)
+    listed = [d.split(":")[0] for d in (value or "").lstrip("=^").split(",") if d]
+    ok = value is not None and value.startswith("=") and sorted(listed) == sorted(devices)
+    return ok, f"NCCL_IB_HCA={expected} (leading '=': exact names, not prefixes)", f"NCCL_IB_HCA={_value(value)}"
+
+
+def _merge_nics(ctx: Context) -> Outcome:
+    if len(ctx.inventory.links) < 2:
+        return True, "NCCL_IB_MERGE_NICS not needed (one link)", "one link"
+    return _env(ctx, {"NCCL_IB_MERGE_NICS": "1"})
+
+
+def _headless(ctx: Context) -> Outcome:
+    has = ctx.run.has("--headless")
+    if ctx.rank == 0:
+        return not has, "rank 0 without --headless (it serves the API)", "--headless" if has else "no --headless"
+    return has, f"rank {ctx.rank} with --headless (worker only)", "--headless" if has else "no --headless"
+
+
+_HYPHEN = re.compile(r"cudagraph-mode")
+
+
+def _cudagraph_underscore(ctx: Context) -> Outcome:
+    bad = [a for a in ctx.run.argv if _HYPHEN.search(a)]
+    return not bad, "cudagraph_mode spelled with an underscore", " ".join(bad) or "underscore"
+
+
+def _distributed_timeout(ctx: Context) -> Outcome:
+    minimum = ctx.inventory.thresholds.min_distributed_timeout_s
+    value = ctx.run.value("--distributed-timeout-seconds")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        seconds = None
+    found = f"--distributed-timeout-seconds {_value(value)}"
+    return seconds is not None and seconds >= minimum, f"--distributed-timeout-seconds >= {minimum:g}", found
+
+
+def _flag_value(ctx: Context, flag: str, expected: str | None) -> Outcome:
+    value = ctx.run.value(flag)
+    if expected is None:
+        return ctx.run.has(flag), f"{flag} given", f"{flag} {_value(value)}" if ctx.run.has(flag) else "not given"
+    return value == expected, f"{flag} {expected}", f"{flag} {_value(value)}"
+
+
+def _reasoning_parser(ctx: Context) -> Outcome:
+    spec = ctx.inventory.service
+    return _flag_value(ctx, "--reasoning-parser", spec.reasoning_parser if spec else None)
+
+
+def _tool_call_parser(ctx: Context) -> Outcome:
+    spec = ctx.inventory.service
+    ok, expected, found = _flag_value(ctx, "--tool-call-parser", spec.tool_call_parser if spec else None)
+    auto = ctx.run.has("--enable-auto-tool-choice")
+    return (
+        ok and auto,
+        expected + " and --enable-auto-tool-choice",
+        found + ("" if auto else ", no --enable-auto-tool-choice"),
+    )
+
+
+def _served_name(ctx: Context) -> Outcome:
+    spec = ctx.inventory.service
+    if spec is None:
+        return True, "no [service] in the inventory", "not compared"
+    value = ctx.run.value("--served-model-name")
+    return value == spec.served_model_name, f"--served-model-name {spec.served_model_name}", f"{_value(value)}"
+
+
+def _topology(ctx: Context) -> Outcome:
+    expected = {
+        "--tensor-parallel-size": str(ctx.inventory.cluster.tensor_parallel_size),
+        "--nnodes": str(len(ctx.inventory.nodes)),
+        "--node-rank": str(ctx.rank),
+    }
+    wrong = {k: ctx.run.value(k) for k, v in expected.items() if ctx.run.value(k) != v}
+    return (
+        not wrong,
+        " ".join(f"{k} {v}" for k, v in expected.items()),
+        " ".join(f"{k} {_value(v)}" for k, v in wrong.items()),
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("host-network", "host network (NCCL needs the host NICs)", "compose-host-network", _host_network),
+    Rule("ipc-host", "host IPC namespace", "compose-ipc-host", _ipc_host),
+    Rule("restart-no", "no restart policy (no crash loop hammering memory)", "compose-restart-policy", _restart_no),
+    Rule("rdma-device", "the RDMA devices in the container", "compose-rdma-device", _rdma_device),
+    Rule("ipc-lock", "IPC_LOCK capability (RDMA pins memory)", "compose-ipc-lock", _ipc_lock),
+    Rule("memlock", "unlimited locked memory (RDMA pins memory)", "compose-memlock", _memlock),
+    Rule("memory-limit", "a container memory limit over the GPU budget", "compose-memory-limit", _memory_limit),
+    Rule("socket-family", "IPv4 sockets for NCCL and Gloo", "gloo-ipv6-timeout", _socket_family),
+    Rule("gloo-libuv", "Gloo without libuv", "gloo-libuv", _libuv_off),
+    Rule("socket-ifname", "the control plane on the first QSFP netdev", "nccl-socket-ifname", _socket_ifname),
+    Rule("ib-gid-index", "RoCEv2/IPv4 GID index, IB transport on", "nccl-gid-index", _gid_index),
+    Rule("ib-hca", "exact-match RDMA device list", "nccl-hca-not-exact", _hca_exact),
+    Rule("ib-merge-nics", "both RoCE netdevs merged into one NCCL NIC", "nccl-merge-nics", _merge_nics),
+    Rule("headless", "--headless on followers only", "follower-not-headless", _headless),
+    Rule("cudagraph-mode", "cudagraph_mode spelled with an underscore", "cudagraph-mode-hyphen", _cudagraph_underscore),
+    Rule(
+        "distributed-timeout",
+        "a distributed timeout over the load skew",
+        "distributed-timeout-short",
+        _distributed_timeout,
+    ),
+    Rule("topology", "TP size, node count and node rank", "distributed-args-wrong", _topology),
+    Rule("reasoning-parser", "the reasoning parser", "reasoning-parser-missing", _reasoning_parser, rank0_only=True),
+    Rule("tool-call-parser", "tool calling", "tool-call-parser-missing", _tool_call_parser, rank0_only=True),
+    Rule("served-model-name", "the served model name", "served-name-mismatch", _served_name, rank0_only=True),
+)

@@ -1,0 +1,144 @@
+"""Docker CLI output: `docker info`, `docker image inspect`, `docker container inspect`, and what
+`docker run/exec ... nvidia-smi -L` printed (the GPUs, or the known failure texts)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gb10check.errors import ParseError
+
+_NO_SUCH = re.compile(r"No such (image|container|object)", re.IGNORECASE)
+_DENIED = re.compile(r"permission denied while trying to connect to the Docker daemon", re.IGNORECASE)
+_NO_DAEMON = re.compile(r"Cannot connect to the Docker daemon", re.IGNORECASE)
+
+
+def _json(text: str, what: str) -> Any:
+    if _DENIED.search(text):
+        raise ParseError(what, "the deployment user may not use docker (not in the docker group?)", text)
+    if _NO_DAEMON.search(text):
+        raise ParseError(what, "the Docker daemon is not running", text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(what, f"not JSON ({exc.msg} at char {exc.pos})", text) from exc
+
+
+@dataclass(frozen=True)
+class DockerInfo:
+    server_version: str | None
+    cgroup_driver: str | None
+    cgroup_version: str | None
+    runtimes: tuple[str, ...]
+
+
+def parse_docker_info(text: str) -> DockerInfo:
+    """`docker info --format '{{json .}}'`."""
+    data = _json(text, "docker info")
+    if not isinstance(data, dict) or "CgroupDriver" not in data:
+        raise ParseError("docker info", "no CgroupDriver in the JSON", text)
+    runtimes = tuple(sorted((data.get("Runtimes") or {}).keys()))
+    version = data.get("CgroupVersion")
+    return DockerInfo(
+        data.get("ServerVersion"), data.get("CgroupDriver"), None if version is None else str(version), runtimes
+    )
+
+
+@dataclass(frozen=True)
+class Image:
+    id: str
+    repo_tags: tuple[str, ...]
+    layers: tuple[str, ...]
+    architecture: str | None
+
+
+def parse_image_inspect(text: str) -> Image | None:
+    """`docker image inspect REF`; None when the image is not there."""
+    if _NO_SUCH.search(text) and not text.lstrip().startswith("["):
+        return None
+    data = _json(text, "docker image inspect")
+    if data == []:  # docker prints [] and "No such image" on stderr
+        return None
+    if not isinstance(data, list) or len(data) != 1 or not isinstance(data[0], dict) or "Id" not in data[0]:
+        raise ParseError("docker image inspect", "expected a JSON list with one image", text)
+    img = data[0]
+    layers = (img.get("RootFS") or {}).get("Layers") or []
+    return Image(img["Id"], tuple(img.get("RepoTags") or ()), tuple(layers), img.get("Architecture"))
+
+
+def parse_image_list(text: str) -> list[str]:
+    """`docker image ls --format '{{.Repository}}:{{.Tag}}'`: one reference a line."""
+    if _DENIED.search(text) or _NO_DAEMON.search(text):
+        _json(text, "docker image ls")
+    refs = [line.strip() for line in text.splitlines() if line.strip()]
+    bad = [r for r in refs if ":" not in r or " " in r]
+    if bad:
+        raise ParseError("docker image ls", f"unexpected line {bad[0]!r}", text)
+    return refs
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    status: str  # created / running / paused / restarting / exited / dead
+    running: bool
+    image: str | None
+    args: tuple[str, ...]
+    started_at: str | None
+
+
+def parse_container_inspect(text: str) -> Container | None:
+    """`docker container inspect NAME`; None when there is no such container."""
+    if _NO_SUCH.search(text) and not text.lstrip().startswith("["):
+        return None
+    data = _json(text, "docker container inspect")
+    if data == []:
+        return None
+    if not isinstance(data, list) or len(data) != 1 or not isinstance(data[0], dict) or "State" not in data[0]:
+        raise ParseError("docker container inspect", "expected a JSON list with one container", text)
+    c = data[0]
+    state = c["State"] or {}
+    return Container(
+        name=str(c.get("Name", "")).lstrip("/"),
+        status=str(state.get("Status", "")),
+        running=bool(state.get("Running")),
+        image=(c.get("Config") or {}).get("Image"),
+        args=tuple(c.get("Args") or ()),
+        started_at=state.get("StartedAt"),
+    )
+
+
+# -- GPU inside a container ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ContainerGpus:
+    gpus: tuple[str, ...]  # "GPU 0: NVIDIA GB10 (UUID: GPU-...)"
+
+
+@dataclass(frozen=True)
+class ContainerGpuFailure:
+    kind: str  # no-gpu-runtime / nvml-mismatch / other
+    message: str
+
+
+_GPU_LINE = re.compile(r"^GPU \d+: .+\(UUID: GPU-[0-9a-fA-F-]+\)\s*$", re.MULTILINE)
+_FAILURES = (
+    ("no-gpu-runtime", re.compile(r'could not select device driver ".*" with capabilities: \[\[gpu\]\]')),
+    ("no-gpu-runtime", re.compile(r"unknown or invalid runtime name: nvidia")),
+    ("nvml-mismatch", re.compile(r"driver/library version mismatch", re.IGNORECASE)),
+    ("nvml-mismatch", re.compile(r"nvidia-container-cli: initialization error")),
+)
+
+
+def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
+    """What `nvidia-smi -L` printed inside a container (stdout and stderr together)."""
+    for kind, pattern in _FAILURES:
+        if pattern.search(text):
+            return ContainerGpuFailure(kind, " ".join(text.split())[:400])
+    gpus = tuple(m.group(0).strip() for m in _GPU_LINE.finditer(text))
+    if gpus:
+        return ContainerGpus(gpus)
+    if "Error" in text or "error" in text:
+        return ContainerGpuFailure("other", " ".join(text.split())[:400])
+    raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", text)

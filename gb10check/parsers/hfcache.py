@@ -1,0 +1,106 @@
+"""A model's folder in the Hugging Face hub cache, from one `find -printf` listing.
+
+Layout: models--ORG--NAME/{refs/main, snapshots/<rev>/<files>, blobs/<hash>}; snapshot entries
+are relative symlinks into blobs/. Pure: the listing in, sizes, links and permissions out.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from gb10check.errors import ParseError
+
+# find DIR -printf '%y\t%m\t%u\t%g\t%s\t%P\t%l\n'
+LISTING_FORMAT = r"%y\t%m\t%u\t%g\t%s\t%P\t%l\n"
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # f d l (find's %y)
+    mode: int
+    owner: str
+    group: str
+    size: int
+    path: str  # relative to the model folder
+    target: str  # symlink target, as written
+
+
+def parse_listing(text: str) -> dict[str, Entry]:
+    entries: dict[str, Entry] = {}
+    for line in text.splitlines():
+        if not line:
+            continue
+        parts = line.split("\t")
+        if len(parts) != 7 or parts[0] not in ("f", "d", "l", "p", "s", "b", "c") or not parts[4].isdigit():
+            raise ParseError("the HF cache listing (find -printf)", f"unexpected line {line!r}", text)
+        try:
+            mode = int(parts[1], 8)
+        except ValueError as exc:
+            raise ParseError("the HF cache listing (find -printf)", f"bad mode in {line!r}", text) from exc
+        entries[parts[5]] = Entry(parts[0], mode, parts[2], parts[3], int(parts[4]), parts[5], parts[6])
+    if "" not in entries:  # the folder itself (%P is empty for the starting point)
+        raise ParseError("the HF cache listing (find -printf)", "the model folder itself is not listed", text)
+    return entries
+
+
+_REVISION = re.compile(r"^[0-9a-f]{40}$")
+
+
+def parse_revision(text: str) -> str:
+    """refs/main: the commit hash the snapshot folder is named after."""
+    value = text.strip()
+    if not _REVISION.match(value):
+        raise ParseError("refs/main", "expected a 40-hex commit hash", text)
+    return value
+
+
+@dataclass(frozen=True)
+class SnapshotFile:
+    name: str  # relative to snapshots/<rev>/
+    size: int  # of the content (the blob for a link)
+    linked: bool  # a symlink into blobs/, as the hub writes it
+    content: Entry | None  # the entry holding the bytes (None: a dangling link)
+
+
+def snapshot_files(entries: dict[str, Entry], revision: str) -> dict[str, SnapshotFile]:
+    prefix = f"snapshots/{revision}/"
+    out: dict[str, SnapshotFile] = {}
+    for path, entry in entries.items():
+        if not path.startswith(prefix) or entry.kind == "d":
+            continue
+        name = path[len(prefix) :]
+        if entry.kind == "l":
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), entry.target))
+            blob = entries.get(resolved)
+            linked = resolved.startswith("blobs/")
+            out[name] = SnapshotFile(name, blob.size if blob else 0, linked, blob)
+        else:
+            out[name] = SnapshotFile(name, entry.size, False, entry)
+    return out
+
+
+def readable_by(entry: Entry, user: str, groups: frozenset[str]) -> bool:
+    """Mode bits as the kernel applies them to `user` (directories also need x to be entered)."""
+    if user == "root":
+        return True
+    need = 0o5 if entry.kind == "d" else 0o4
+    if entry.owner == user:
+        bits = (entry.mode >> 6) & 0o7
+    elif entry.group in groups:
+        bits = (entry.mode >> 3) & 0o7
+    else:
+        bits = entry.mode & 0o7
+    return bits & need == need
+
+
+_TOTAL = re.compile(r'"total_size"\s*:\s*(\d+(?:\.\d+)?)')
+
+
+def parse_index_total_size(text: str) -> int:
+    """model.safetensors.index.json (its head is enough): metadata.total_size in bytes."""
+    match = _TOTAL.search(text)
+    if not match:
+        raise ParseError("model.safetensors.index.json", "no metadata.total_size", text)
+    return int(float(match.group(1)))

@@ -1,0 +1,111 @@
+"""The snapshot's probes for one node of an inventory: every cheap read-only fact, one round trip.
+
+Probes that read root-only files go through `as_root`: directly when the session is root, else
+`sudo -n` (never a prompt) when the inventory allows sudo on that node, else a clear refusal.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from gb10check import inventory as inv
+from gb10check.parsers.framed import framed_files_command
+from gb10check.parsers.hfcache import LISTING_FORMAT
+from gb10check.snapshot import Probe
+
+NO_SUDO = "gb10check: needs root; the session is not root and the inventory sets sudo = false for this node"
+
+
+def as_root(command: str, sudo: bool) -> str:
+    fallback = f"sudo -n {command}" if sudo else f"echo {shlex.quote(NO_SUDO)} >&2; exit 126"
+    return f'if [ "$(id -u)" = 0 ]; then {command}; else {fallback}; fi'
+
+
+def hub_folder(hf_cache: str, model: str) -> str:
+    """Where the hub keeps a model: <cache>/hub/models--ORG--NAME."""
+    return f"{hf_cache.rstrip('/')}/hub/models--{model.replace('/', '--')}"
+
+
+def _base(node: inv.Node, t: inv.Thresholds) -> list[Probe]:
+    q = shlex.quote
+    return [
+        Probe("proc_driver_version", "cat /proc/driver/nvidia/version"),
+        Probe("module_version", "cat /sys/module/nvidia/version"),
+        Probe("modinfo_version", "modinfo -F version nvidia"),
+        Probe(
+            "nvidia_smi_query",
+            "nvidia-smi --query-gpu=driver_version,name --format=csv,noheader",
+            timeout=t.nvidia_smi_timeout,
+        ),
+        Probe("ibdev2netdev", "ibdev2netdev"),
+        Probe("meminfo", "cat /proc/meminfo"),
+        Probe("hostname", "hostname"),
+        Probe("whoami", "id -un"),
+        Probe("groups", "id -Gn"),
+        Probe("ufw_status", as_root("ufw status verbose", node.sudo)),
+        Probe("ufw_rules", as_root("cat /etc/ufw/user.rules", node.sudo)),
+        Probe("ufw_conf", "cat /etc/ufw/ufw.conf"),
+        Probe("ufw_default", "cat /etc/default/ufw"),
+        Probe("ufw_unit", "systemctl is-enabled ufw.service"),
+        Probe("netplan", framed_files_command("/etc/netplan/*.yaml /etc/netplan/*.yml", as_root_reader(node.sudo))),
+        Probe("docker_info", "docker info --format " + q("{{json .}}")),
+        Probe("docker_images", "docker image ls --format " + q("{{.Repository}}:{{.Tag}}")),
+    ]
+
+
+def as_root_reader(sudo: bool) -> str:
+    """A `cat` that may read root-only files (used inside framed_files_command's loop)."""
+    return (
+        'sh -c \'if [ "$(id -u)" = 0 ]; then cat "$1"; else ' + ('sudo -n cat "$1"' if sudo else "exit 126") + "; fi' _"
+    )
+
+
+def _deployment(d: inv.Deployment, model: str | None) -> list[Probe]:
+    q = shlex.quote
+    out = [
+        Probe("image_inspect", f"docker image inspect {q(d.image)}"),
+        Probe("container", f"docker container inspect {q(d.container)}"),
+        Probe("compose", f"cat {q(d.compose_file)}"),
+        Probe("dotenv", f"cat {q(d.env_file)}"),
+    ]
+    if model:
+        folder = q(hub_folder(d.hf_cache, model))
+        snapshot = f'{folder}/snapshots/"$(cat {folder}/refs/main)"'
+        out += [
+            Probe("hf_listing", f"find {folder} -printf {q(LISTING_FORMAT)}"),
+            Probe("hf_revision", f"cat {folder}/refs/main"),
+            Probe("hf_config", f"cat {snapshot}/config.json"),
+            Probe("hf_index", f"head -c 65536 {snapshot}/model.safetensors.index.json"),
+        ]
+    return out
+
+
+def _ssh_mesh(inventory: inv.Inventory, this: inv.Node) -> Probe:
+    """From rank 0: a non-interactive SSH login to every peer over each of its QSFP addresses."""
+    timeout = max(1, round(inventory.ssh.connect_timeout))
+    lines = []
+    for link in inventory.links:
+        for peer, addr in link.addresses.items():
+            if peer == this.name:
+                continue
+            ip = addr.split("/")[0]
+            lines.append(
+                f"echo '=== {peer} {link.netdev} {ip}'; "
+                f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
+                f'-o PasswordAuthentication=no {q_(ip)} true 2>&1; echo "=== rc $?"'
+            )
+    return Probe("ssh_mesh", "; ".join(lines) or "true", timeout=float(timeout * max(1, len(lines)) + 5))
+
+
+def q_(text: str) -> str:
+    return shlex.quote(text)
+
+
+def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
+    probes = _base(node, inventory.thresholds)
+    if inventory.deployment is not None:
+        model = inventory.service.model if inventory.service else None
+        probes += _deployment(inventory.deployment, model)
+    if node.rank == 0 and len(inventory.nodes) > 1 and inventory.links:
+        probes.append(_ssh_mesh(inventory, node))
+    return tuple(probes)

@@ -1,0 +1,19 @@
+"""Docker's memory accounting: cgroup v2 with the systemd driver, so a memory limit kills the
+container and not the machine."""
+
+import pytest
+
+from gb10check.parsers.docker import parse_docker_info
+
+pytestmark = pytest.mark.preflight
+
+
+@pytest.mark.hints("docker-cgroup-accounting")
+def test_docker_memory_accounting(node, evidence):
+    info = node.snapshot().parsed("docker_info", parse_docker_info)
+    evidence.expect(
+        (info.cgroup_version, info.cgroup_driver) == ("2", "systemd"),
+        what="Docker cgroup version and driver",
+        expected="cgroup v2, driver systemd",
+        found=f"cgroup v{info.cgroup_version}, driver {info.cgroup_driver}",
+    )

@@ -1,0 +1,64 @@
+"""The deployment image: the expected tag on every node, the compose using it, the same layers."""
+
+import pytest
+
+from gb10check.facts import service
+from gb10check.parsers.docker import parse_image_inspect, parse_image_list
+
+pytestmark = pytest.mark.preflight
+
+
+@pytest.mark.hints("wrong-image")
+def test_compose_uses_the_deployment_image(node, deployment, evidence):
+    svc = service(node.snapshot(), deployment)
+    evidence.expect(
+        svc.image == deployment.image,
+        what=f"image of service {svc.name} in {deployment.compose_file}",
+        expected=deployment.image,
+        found=svc.image or "no image:",
+        detail="a generic vLLM release does not know this model's architecture and exits during model init",
+    )
+
+
+@pytest.mark.hints("image-missing")
+def test_image_present(node, deployment, evidence):
+    snap = node.snapshot()
+    image = snap.parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1))
+    repo = deployment.image.rsplit(":", 1)[0]
+    others = [
+        r for r in snap.parsed("docker_images", parse_image_list) if r.startswith(repo + ":") and r != deployment.image
+    ]
+    evidence.expect(
+        image is not None,
+        what="deployment image",
+        expected=deployment.image,
+        found=(deployment.image if image else "not on this node") + (f"; only {', '.join(others)}" if others else ""),
+        hints=("wrong-image",) if others else (),
+    )
+    evidence.expect(
+        image.architecture in ("arm64", "aarch64", None),
+        what=f"architecture of {deployment.image}",
+        expected="arm64 (GB10 is aarch64)",
+        found=image.architecture,
+    )
+
+
+@pytest.mark.hints("image-layers-differ")
+def test_image_layers_identical(cluster, inventory, deployment, evidence):
+    """After `docker load` the image ID may differ between nodes; the RootFS layers must not."""
+    layers = {}
+    for spec in inventory.nodes:
+        image = cluster.snapshot(spec.name).parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1))
+        layers[spec.name] = image.layers if image else None
+    rank0 = layers[inventory.api_node.name]
+    differ = [name for name, value in layers.items() if value != rank0]
+    evidence.expect(
+        not differ and rank0 is not None,
+        what=f"RootFS layers of {deployment.image}",
+        expected=f"the same on every node as on {inventory.api_node.name} ({len(rank0 or ())} layers)",
+        found="; ".join(f"{name}: {_layers(value)}" for name, value in layers.items()),
+    )
+
+
+def _layers(value):
+    return "image missing" if value is None else f"{len(value)} layers, last {value[-1][:19] if value else None}"

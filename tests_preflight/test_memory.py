@@ -1,0 +1,37 @@
+"""Memory before start: the model needs most of unified memory, and page cache competes for it."""
+
+import pytest
+
+from gb10check.facts import container
+from gb10check.fit import GIB, gib
+from gb10check.parsers.meminfo import parse_meminfo
+
+pytestmark = pytest.mark.preflight
+
+
+@pytest.mark.hints("memory-in-use")
+def test_memory_free_before_start(node, inventory, evidence):
+    snap = node.snapshot()
+    if inventory.deployment is not None:
+        c = container(snap)
+        if c is not None and c.running:
+            pytest.skip(f"the vLLM container {c.name} is running: its memory is in use by design")
+    mem = snap.parsed("meminfo", parse_meminfo)
+    need = int(inventory.thresholds.min_mem_available_gib * GIB)
+    cache = mem.page_cache
+    evidence.expect(
+        mem.available >= need,
+        what="MemAvailable",
+        expected=f">= {gib(need)}",
+        found=f"{gib(mem.available)} of {gib(mem.total)}",
+        detail=f"page cache {gib(cache)}; find what holds the rest (ps aux --sort=-rss, docker ps)",
+    )
+    # On GB10 the driver allocates from free pages; page cache is not given back fast enough.
+    evidence.expect(
+        mem.fields["MemFree"] >= need,
+        what="MemFree",
+        expected=f">= {gib(need)}",
+        found=f"{gib(mem.fields['MemFree'])}, with {gib(cache)} in page cache",
+        detail="drop the page cache before starting vLLM",
+        hints=("page-cache-full",),
+    )

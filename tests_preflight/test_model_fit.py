@@ -1,0 +1,62 @@
+"""The model fits each node: weights at the TP size, KV cache for max_model_len and the recurrent
+state for max-num-seqs, within --gpu-memory-utilization x MemTotal and the container limit."""
+
+import pytest
+
+from gb10check.facts import service, vllm_run
+from gb10check.fit import DTYPE_BYTES, Fit, parse_model_config
+from gb10check.parsers.hfcache import parse_index_total_size
+from gb10check.parsers.meminfo import parse_meminfo
+
+pytestmark = pytest.mark.preflight
+
+# vLLM's own defaults, for flags the compose does not give
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+DEFAULT_MAX_NUM_SEQS = 256
+
+
+def _number(run, flag, default, kind):
+    value = run.value(flag)
+    return kind(value) if value is not None else default
+
+
+@pytest.mark.hints("kv-cache-oom")
+def test_model_fits(node, inventory, deployment, evidence):
+    snap = node.snapshot()
+    dims = snap.parsed("hf_config", parse_model_config)
+    total = snap.parsed("hf_index", parse_index_total_size)
+    mem = snap.parsed("meminfo", parse_meminfo)
+    svc = service(snap, deployment)
+    run = vllm_run(snap, deployment, node.spec.rank)
+    max_len = _number(run, "--max-model-len", inventory.service.max_model_len if inventory.service else 0, int)
+    kv_dtype = run.value("--kv-cache-dtype") or "auto"
+    fit = Fit(
+        dims=dims,
+        weights_total=total,
+        tp=inventory.cluster.tensor_parallel_size,
+        max_model_len=max_len,
+        max_num_seqs=_number(run, "--max-num-seqs", DEFAULT_MAX_NUM_SEQS, int),
+        kv_bytes=DTYPE_BYTES.get(kv_dtype, 2),
+        state_bytes=2,
+        mem_total=mem.total,
+        gpu_memory_utilization=_number(run, "--gpu-memory-utilization", DEFAULT_GPU_MEMORY_UTILIZATION, float),
+        container_limit=svc.memory_limit,
+    )
+    arithmetic = "\n  " + "\n  ".join(fit.lines())
+    if not fit.weights_fit:
+        hint = "bf16-does-not-fit" if dims.unquantized_16bit else "model-does-not-fit"
+        evidence.expect(
+            False,
+            what="model weights per node",
+            expected=f"< the GPU memory budget {fit.budget / 2**30:.2f} GiB",
+            found=f"{fit.weights_per_node / 2**30:.2f} GiB",
+            detail="loading would not fail cleanly: the driver deadlocks and the node must be rebooted" + arithmetic,
+            hints=(hint,),
+        )
+    evidence.expect(
+        fit.fits,
+        what="model memory per node (weights + KV + recurrent state)",
+        expected="within the GPU memory budget and the container limit",
+        found=arithmetic,
+        detail="lower --max-model-len or --max-num-seqs, or raise --gpu-memory-utilization within the container limit",
+    )

@@ -1,0 +1,53 @@
+"""netplan configures every QSFP netdev, in files only root can read (netplan's own rule)."""
+
+import pytest
+import yaml
+
+from gb10check.errors import ParseError
+from gb10check.parsers.framed import parse_framed_files
+
+pytestmark = pytest.mark.preflight
+
+
+def _configured(files):
+    """netdev -> the file that configures it."""
+    out = {}
+    for f in files:
+        try:
+            doc = yaml.safe_load(f.text) or {}
+        except yaml.YAMLError as exc:
+            raise ParseError(f.path, f"not valid YAML: {exc}".replace("\n", " "), f.text) from exc
+        ethernets = (doc.get("network") or {}).get("ethernets") or {} if isinstance(doc, dict) else {}
+        for netdev in ethernets:
+            out[str(netdev)] = f
+    return out
+
+
+def _files(node):
+    return node.snapshot().parsed("netplan", lambda t: parse_framed_files(t, "/etc/netplan/*.yaml"))
+
+
+@pytest.mark.hints("netplan-missing")
+def test_netplan_configures_qsfp(node, inventory, evidence):
+    files = _files(node)
+    configured = _configured(files)
+    missing = [link.netdev for link in inventory.links if link.netdev not in configured]
+    evidence.expect(
+        not missing,
+        what="netplan",
+        expected="a file in /etc/netplan configuring " + ", ".join(link.netdev for link in inventory.links),
+        found=f"nothing for {', '.join(missing)} in {', '.join(f.path for f in files) or 'no files'}",
+    )
+
+
+@pytest.mark.hints("netplan-permissions")
+def test_netplan_file_mode(node, inventory, evidence):
+    configured = _configured(_files(node))
+    files = {f.path: f for f in configured.values()}
+    loose = [f"{f.path} mode {f.mode:o} uid {f.owner}" for f in files.values() if f.mode & 0o077 or f.owner != "0"]
+    evidence.expect(
+        bool(files) and not loose,
+        what="netplan files of the QSFP netdevs",
+        expected="mode 600, owner root (uid 0)",
+        found=", ".join(loose) or "no such file",
+    )

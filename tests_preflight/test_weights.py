@@ -1,0 +1,107 @@
+"""The model's weights in each node's HF cache: present, the same everywhere, hub symlinks, readable."""
+
+import pytest
+
+from gb10check.parsers.framed import parse_word
+from gb10check.parsers.hfcache import parse_listing, parse_revision, readable_by, snapshot_files
+from gb10check.probes import hub_folder
+
+pytestmark = pytest.mark.preflight
+
+
+@pytest.fixture
+def model(inventory, deployment):
+    if inventory.service is None:
+        pytest.skip("the inventory has no [service] section (which model to look for)")
+    return inventory.service.model
+
+
+def _files(snap):
+    revision = snap.parsed("hf_revision", parse_revision)
+    return revision, snapshot_files(snap.parsed("hf_listing", parse_listing), revision)
+
+
+@pytest.mark.hints("weights-missing")
+def test_weights_present(node, model, deployment, evidence):
+    snap = node.snapshot()
+    folder = hub_folder(deployment.hf_cache, model)
+    listing = snap.raw("hf_listing")
+    evidence.expect(
+        listing.rc == 0 and not listing.timed_out,
+        what=f"HF cache of {model}",
+        expected=f"{folder} present",
+        found=(listing.stderr.strip() or listing.stdout.strip())[:200],
+    )
+    revision, files = _files(snap)
+    weights = [f for f in files if f.endswith(".safetensors")]
+    evidence.expect(
+        "config.json" in files and bool(weights),
+        what=f"snapshot {revision[:12]} of {model}",
+        expected="config.json and *.safetensors",
+        found=f"{len(files)} files, {len(weights)} safetensors"
+        + ("" if "config.json" in files else ", no config.json"),
+    )
+
+
+@pytest.mark.hints("weights-differ")
+def test_weights_identical(cluster, inventory, model, evidence):
+    seen = {n.name: _files(cluster.snapshot(n.name)) for n in inventory.nodes}
+    ref_name = inventory.api_node.name
+    ref_rev, ref_files = seen[ref_name]
+    ref = {name: f.size for name, f in ref_files.items()}
+    problems = []
+    for name, (rev, files) in seen.items():
+        sizes = {n: f.size for n, f in files.items()}
+        if rev != ref_rev:
+            problems.append(f"{name}: revision {rev[:12]} (vs {ref_rev[:12]})")
+        missing, extra = sorted(set(ref) - set(sizes)), sorted(set(sizes) - set(ref))
+        resized = sorted(n for n in set(ref) & set(sizes) if ref[n] != sizes[n])
+        for label, names in (("missing", missing), ("extra", extra), ("other size", resized)):
+            if names:
+                problems.append(f"{name}: {label} {', '.join(names[:5])}" + (" ..." if len(names) > 5 else ""))
+    evidence.expect(
+        not problems,
+        what=f"weights of {model}",
+        expected=f"revision {ref_rev[:12]}, {len(ref)} files, same sizes as on {ref_name}",
+        found="; ".join(problems),
+        detail="copy the missing or differing files again from rank 0, over the QSFP address",
+    )
+
+
+@pytest.mark.hints("rsync-dereferenced")
+def test_weights_are_hub_symlinks(node, model, evidence):
+    revision, files = _files(node.snapshot())
+    copies = sorted(name for name, f in files.items() if not f.linked)
+    dangling = sorted(name for name, f in files.items() if f.linked and f.content is None)
+    evidence.expect(
+        not copies,
+        what=f"snapshot {revision[:12]} entries",
+        expected="symlinks into blobs/ (as the hub writes them)",
+        found=f"{len(copies)} regular files ({', '.join(copies[:3])}{' ...' if len(copies) > 3 else ''})",
+        detail=f"{sum(files[c].size for c in copies) / 2**30:.1f} GiB stored twice over",
+    )
+    evidence.expect(
+        not dangling,
+        what="snapshot links",
+        expected="every link has its blob",
+        found=", ".join(dangling),
+        hints=("weights-differ",),
+    )
+
+
+@pytest.mark.hints("hf-cache-permissions")
+def test_weights_readable(node, model, evidence):
+    snap = node.snapshot()
+    user = snap.parsed("whoami", lambda t: parse_word(t, "id -un"))
+    groups = frozenset(snap.parsed("groups", str.split))
+    entries = snap.parsed("hf_listing", parse_listing)
+    _, files = _files(snap)
+    content = [f.content for f in files.values() if f.content is not None]
+    dirs = [e for e in entries.values() if e.kind == "d"]
+    blocked = sorted(e.path or "." for e in content + dirs if not readable_by(e, user, groups))
+    evidence.expect(
+        not blocked,
+        what=f"HF cache of {model}, for user {user}",
+        expected="every file and folder readable",
+        found=f"{len(blocked)} not readable: {', '.join(blocked[:3])}{' ...' if len(blocked) > 3 else ''}",
+    )
