@@ -6,6 +6,7 @@
     ├── ParseError            a tool printed something its parser does not recognise
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
+    ├── MissingFile           a file the check reads is not on the node
     ├── TransportError        reaching a node failed
     │   ├── NodeUnreachable   connect / auth / host key failed: the node's checks fail with node-unreachable
     │   └── CommandTimeout    a command outlived its bound (also recorded as CommandResult.timed_out)
@@ -58,6 +59,10 @@ class ToolMissing(GB10Error):
 
 class PrivilegeRequired(GB10Error):
     hint_ids = ("sudo-required",)
+
+
+class MissingFile(GB10Error):
+    hint_ids = ("file-missing",)
 
 
 class TransportError(GB10Error):

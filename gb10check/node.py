@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gb10check import inventory as inv
-from gb10check.errors import CommandTimeout, GB10Error, ParseError, PrivilegeRequired, ToolMissing, TransportError
+from gb10check.errors import (
+    CommandTimeout,
+    GB10Error,
+    MissingFile,
+    ParseError,
+    PrivilegeRequired,
+    ToolMissing,
+    TransportError,
+)
 from gb10check.probes import NO_SUDO, probes_for
 from gb10check.snapshot import Probe, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
@@ -49,6 +57,8 @@ class Snapshot:
             raise PrivilegeRequired(
                 f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}"
             )
+        if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
+            raise MissingFile(f"{self.node}: {res.stderr.strip()[:300]}")
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
             return parser(text)

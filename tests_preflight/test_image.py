@@ -52,11 +52,13 @@ def test_image_layers_identical(cluster, inventory, deployment, evidence):
         layers[spec.name] = image.layers if image else None
     rank0 = layers[inventory.api_node.name]
     differ = [name for name, value in layers.items() if value != rank0]
+    missing = [name for name, value in layers.items() if value is None]
     evidence.expect(
         not differ and rank0 is not None,
         what=f"RootFS layers of {deployment.image}",
         expected=f"the same on every node as on {inventory.api_node.name} ({len(rank0 or ())} layers)",
         found="; ".join(f"{name}: {_layers(value)}" for name, value in layers.items()),
+        hints=("image-missing",) if missing else (),
     )
 
 

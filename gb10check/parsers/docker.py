@@ -134,11 +134,14 @@ _FAILURES = (
 def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
     """What `nvidia-smi -L` printed inside a container (stdout and stderr together)."""
     for kind, pattern in _FAILURES:
-        if pattern.search(text):
-            return ContainerGpuFailure(kind, " ".join(text.split())[:400])
+        match = pattern.search(text)
+        if match:  # the line that says it, not the whole runc chain
+            start, end = text.rfind("\n", 0, match.start()) + 1, text.find("\n", match.end())
+            line = text[start : end if end >= 0 else len(text)].strip()
+            return ContainerGpuFailure(kind, line[-200:])
     gpus = tuple(m.group(0).strip() for m in _GPU_LINE.finditer(text))
     if gpus:
         return ContainerGpus(gpus)
     if "Error" in text or "error" in text:
-        return ContainerGpuFailure("other", " ".join(text.split())[:400])
+        return ContainerGpuFailure("other", " ".join(text.split())[:200])
     raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", text)

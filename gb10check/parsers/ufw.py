@@ -47,7 +47,9 @@ class UfwRule:
     interface: str | None
     text: str
 
-    def matches(self, src: ipaddress.IPv4Address | ipaddress.IPv6Address, proto: str, port: int | None, interface: str | None) -> bool:
+    def matches(
+        self, src: ipaddress.IPv4Address | ipaddress.IPv6Address, proto: str, port: int | None, interface: str | None
+    ) -> bool:
         """Does this rule apply to an incoming packet? port None: the rule must cover every port."""
         if self.direction != "in" or src.version != self.src.version or src not in self.src:
             return False

@@ -1,0 +1,209 @@
+"""Preflight parsers and pure logic: captures of the real tools, and bad input that must never pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gb10check.compose import Interpolation, load_service, parse_dotenv, parse_size, rank_run, vllm_runs
+from gb10check.errors import ParseError
+from gb10check.firewall import needs_for, verdict
+from gb10check.fit import GIB, Fit, parse_model_config
+from gb10check.parsers.docker import (
+    ContainerGpuFailure,
+    ContainerGpus,
+    parse_container_gpus,
+    parse_container_inspect,
+    parse_docker_info,
+    parse_image_inspect,
+)
+from gb10check.parsers.framed import parse_framed_files
+from gb10check.parsers.hfcache import Entry, parse_index_total_size, parse_listing, readable_by, snapshot_files
+from gb10check.parsers.nvidia import parse_modinfo_version
+from gb10check.parsers.ufw import parse_ufw_conf, parse_ufw_status, parse_user_rules
+
+COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
+ENV0 = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": "0", "VLLM_HOST_IP": "169.254.94.252"}
+
+
+# -- compose -----------------------------------------------------------------------------------
+def test_dotenv_quotes_comments_export():
+    env = parse_dotenv("# c\nexport A=1\nB = 'x y' # k\nC=\"q\"\nD=v # comment\n\nE=\n")
+    assert env == {"A": "1", "B": "x y", "C": "q", "D": "v", "E": ""}
+
+
+@pytest.mark.parametrize("text", ["NOEQUALS\n", "A='open\n"])
+def test_dotenv_garbage_names_the_line(text):
+    with pytest.raises(ParseError, match="line 1"):
+        parse_dotenv(text)
+
+
+def test_interpolation_follows_compose():
+    interp = Interpolation({"SET": "v", "EMPTY": ""})
+    assert interp("$SET ${SET} $$SET ${EMPTY:-d} ${EMPTY-d} ${UNSET-d} ${SET:+alt} ${UNSET:+alt}") == (
+        "v v $SET d  d alt "
+    )
+    assert interp("${UNSET}") == "" and interp.missing == {"UNSET"}
+    with pytest.raises(ParseError, match="required variable NEED"):
+        interp("${NEED:?set it in .env}")
+
+
+@pytest.mark.parametrize(("text", "size"), [("105G", 105 * GIB), ("105gb", 105 * GIB), ("512m", 512 * 2**20), (7, 7)])
+def test_sizes_are_binary_as_docker_reads_them(text, size):
+    assert parse_size(text, "x") == size
+
+
+def test_each_rank_runs_its_branch():
+    for rank in (0, 1):
+        env = {**ENV0, "NODE_RANK": str(rank)}
+        svc = load_service(
+            COMPOSE, env, container="vllm-qwen38", what="c", compose_dir="/d", env_files={"/d/.env": env}
+        )
+        run = rank_run(svc, rank, "c")
+        assert run.model == "Qwen/Qwen3.8-Flash-Next-FP8"
+        assert run.value("--node-rank") == str(rank) and run.value("--master-addr") == "169.254.94.252"
+        assert run.has("--headless") == (rank == 1)
+        assert run.value("-cc.cudagraph_mode") == "FULL_DECODE_ONLY"
+    assert svc.restart == "no" and svc.memory_limit == 105 * GIB and svc.ulimit("memlock") == (-1, -1)
+
+
+def test_bare_no_restart_reads_as_compose_does():
+    svc = load_service("services:\n  a:\n    restart: no\n    image: x\n", {}, container=None, what="c")
+    assert svc.restart == "no"
+
+
+def test_script_conditions_elif_and_unknowns():
+    script = 'if [ "$R" -eq 0 ]; then vllm serve a --port 1; elif [ "$R" = 1 ]; then vllm serve b --headless; fi'
+    assert [r.model for r in vllm_runs(script, {"R": "1"})] == ["b"]
+    assert vllm_runs(script, {"R": "2"}) == []
+    with pytest.raises(ParseError, match="cannot evaluate"):
+        vllm_runs(script, {})  # R not in the container's environment: never a guess
+    with pytest.raises(ParseError, match="without `fi`"):
+        vllm_runs("if [ 1 = 1 ]; then vllm serve a", {})
+
+
+def test_compose_garbage_is_a_parse_error():
+    with pytest.raises(ParseError, match="not valid YAML"):
+        load_service("services: [\n", {}, container=None, what="c.yml")
+    with pytest.raises(ParseError, match="no 'services:'"):
+        load_service("version: 3\n", {}, container=None, what="c.yml")
+    with pytest.raises(ParseError, match="no service with container_name"):
+        load_service("services:\n  a: {}\n  b: {}\n", {}, container="z", what="c.yml")
+
+
+# -- ufw ---------------------------------------------------------------------------------------
+def test_ufw_status_captures(capture):
+    assert parse_ufw_status(capture("commands/ufw.status.inactive.dgx_spark.txt")).active is False
+    status = parse_ufw_status(capture("commands/ufw.status.verbose.generated_by_ufw0.36.2_code.txt"))
+    assert (status.active, status.default_incoming) == (True, "deny")
+    with pytest.raises(ParseError):
+        parse_ufw_status("ERROR: You need to be root to run this script\n")
+
+
+def test_ufw_rules_and_first_match(capture):
+    rules = parse_user_rules(capture("commands/ufw.user.rules.generated_by_ufw0.36.2_code.txt"))
+    assert len(rules) == 7 and rules[3].interface == "enp1s0f1np1"
+    links = [
+        ("enp1s0f0np0", {"a": "169.254.94.252/16", "b": "169.254.159.206/16"}),
+        ("enP2p1s0f0np0", {"a": "192.168.101.10/24", "b": "192.168.101.11/24"}),
+    ]
+    needs = needs_for("a", links, 20001)
+    verdicts = [verdict(n, rules, "deny")[0] for n in needs]
+    assert verdicts == [True, False, True]  # 169.254/16 allowed, 192.168.101/24 not, 20001/tcp allowed
+    assert needs[1].allow_line == "sudo ufw allow from 192.168.101.0/24"
+    # a deny before an allow wins, as in ufw
+    deny = parse_user_rules("*filter\n### tuple ### deny any any 0.0.0.0/0 any 169.254.0.0/16 in\n")
+    assert verdict(needs[0], deny + rules, "deny") == (False, "rule `deny any any 0.0.0.0/0 any 169.254.0.0/16 in`")
+
+
+def test_ufw_conf_and_garbage():
+    assert parse_ufw_conf("# c\nENABLED=yes\nLOGLEVEL=low\n") is True
+    assert parse_ufw_conf("ENABLED=no\n") is False
+    with pytest.raises(ParseError):
+        parse_ufw_conf("")
+    with pytest.raises(ParseError):
+        parse_user_rules("cat: /etc/ufw/user.rules: Permission denied\n")
+
+
+# -- docker ------------------------------------------------------------------------------------
+def test_container_gpu_failures_from_real_texts(capture):
+    for name in (
+        "docker.error.could_not_select_device_driver.txt",
+        "docker.error.nvml_driver_library_mismatch.runc.txt",
+    ):
+        assert isinstance(parse_container_gpus(capture(f"commands/{name}")), ContainerGpuFailure)
+    seen = parse_container_gpus(capture("commands/nvidia-smi.L.gb10.txt"))
+    assert isinstance(seen, ContainerGpus) and seen.gpus[0].startswith("GPU 0: NVIDIA GB10")
+    with pytest.raises(ParseError):
+        parse_container_gpus("")
+
+
+def test_docker_inspect_absent_present_garbage():
+    assert parse_image_inspect("[]\n") is None and parse_container_inspect("[]\n") is None
+    image = parse_image_inspect('[{"Id": "sha256:1", "RepoTags": ["a:b"], "RootFS": {"Layers": ["l1"]}}]')
+    assert image is not None and image.layers == ("l1",)
+    with pytest.raises(ParseError, match="docker group"):
+        parse_docker_info("permission denied while trying to connect to the Docker daemon socket at unix:///x")
+    with pytest.raises(ParseError, match="not JSON"):
+        parse_container_inspect('[{"State": ')
+
+
+# -- HF cache, fit -----------------------------------------------------------------------------
+LISTING = (
+    "d\t755\tlenovo\tlenovo\t4096\t\t\n"
+    "f\t644\tlenovo\tlenovo\t40\trefs/main\t\n"
+    "f\t600\troot\troot\t100\tblobs/b1\t\n"
+    "l\t777\tlenovo\tlenovo\t14\tsnapshots/r/model.safetensors\t../../blobs/b1\n"
+    "f\t644\tlenovo\tlenovo\t7\tsnapshots/r/config.json\t\n"
+)
+
+
+def test_hf_listing_links_sizes_and_permissions():
+    entries = parse_listing(LISTING)
+    files = snapshot_files(entries, "r")
+    assert files["model.safetensors"].linked and files["model.safetensors"].size == 100
+    assert not files["config.json"].linked  # a dereferenced copy
+    assert not readable_by(entries["blobs/b1"], "lenovo", frozenset({"lenovo"}))
+    assert readable_by(entries["blobs/b1"], "root", frozenset())
+    assert readable_by(Entry("f", 0o640, "root", "docker", 1, "x", ""), "lenovo", frozenset({"docker"}))
+    with pytest.raises(ParseError):
+        parse_listing("find: '/x': No such file or directory\n")
+    with pytest.raises(ParseError):
+        parse_index_total_size('{"weight_map": {')
+
+
+def _fit(total_gib, quant):
+    cfg = (
+        '{"num_hidden_layers": 48, "full_attention_interval": 4, "num_attention_heads": 16, "num_key_value_heads": 2,'
+        ' "head_dim": 256, "linear_num_value_heads": 48, "linear_key_head_dim": 128, "linear_value_head_dim": 128,'
+        ' "torch_dtype": "bfloat16"' + (', "quantization_config": {"quant_method": "fp8"}' if quant else "") + "}"
+    )
+    return Fit(parse_model_config(cfg), int(total_gib * GIB), 2, 262144, 8, 2, 2, 124958720 * 1024, 0.80, 105 * GIB)
+
+
+def test_fit_arithmetic_matches_the_field_report():
+    fp8 = _fit(172.78, True)
+    assert fp8.kv_per_token == 12 * 1024  # 12 KiB/token/node at TP=2
+    assert fp8.kv_per_sequence == 3 * GIB  # one 262144-token sequence
+    assert fp8.state_per_sequence == 27 * 2**20 and fp8.state_per_sequence * 8 == 216 * 2**20
+    assert fp8.fits and round(fp8.weights_per_node / GIB, 2) == 86.39
+    bf16 = _fit(335.28, False)
+    assert not bf16.weights_fit and bf16.dims.unquantized_16bit and round(bf16.weights_per_node / GIB, 1) == 167.6
+    assert any("167.64 GiB per node" in line for line in bf16.lines())
+
+
+# -- small ones --------------------------------------------------------------------------------
+def test_modinfo_and_framed_files():
+    assert parse_modinfo_version("580.173.02\n") == "580.173.02"
+    with pytest.raises(ParseError):
+        parse_modinfo_version("modinfo: ERROR: Module nvidia not found.\n")
+    files = parse_framed_files(
+        "=== 600 0 /etc/netplan/a.yaml\nnetwork: {}\n\n=== 644 1000 /etc/netplan/b.yaml\n\n", "np"
+    )
+    assert [(f.path, f.mode, f.owner) for f in files] == [
+        ("/etc/netplan/a.yaml", 0o600, "0"),
+        ("/etc/netplan/b.yaml", 0o644, "1000"),
+    ]
+    with pytest.raises(ParseError):
+        parse_framed_files("garbage before\n=== 600 0 /x\n", "np")
