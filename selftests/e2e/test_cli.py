@@ -31,4 +31,4 @@ def test_unknown_scenario(tmp_path):
         pytest.skip("needs root to get past the root check")
     run = run_suite(tmp_path, "--sim", "no-such-scenario")
     assert run.rc == 4
-    assert "unknown scenario 'no-such-scenario'; builtin: driver-mismatch, healthy, link-down" in run.out
+    assert "unknown scenario 'no-such-scenario'; builtin: bf16-weights, compose-bridge-network," in run.out

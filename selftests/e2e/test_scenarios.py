@@ -175,7 +175,7 @@ def test_driver_mismatch_message_gives_both_versions(tmp_path):
     message = run.junit[f"{DRV}[{R1}]"]["message"]
     assert "on thinkstationpgx-32" in message
     assert "kernel module 580.159.03, userspace NVML library 580.173" in message
-    assert "Reboot that node" in message
+    assert "reboot this node" in message
 
 
 def test_markers_select_their_folder(tmp_path):
@@ -199,7 +199,8 @@ def test_summary_records_verdicts_measurements_and_hints(tmp_path):
     assert "served model name: qwen3-next" in model["found"]
     assert rows[f"{DRV}[{R0}]"]["verdict"] == "passed"
     assert rows[f"{DRV}[{R0}]"]["found"] == [
-        "NVIDIA driver, kernel module vs userspace (NVML): kernel module 580.173.02, userspace 580.173.02"
+        "NVIDIA kernel module: 580.173.02",
+        "NVIDIA driver, kernel module vs userspace (NVML): kernel module 580.173.02, userspace 580.173.02",
     ]
     md = (tmp_path / "reports" / "summary.md").read_text()
     assert "| test_served_model | thinkstationpgx-30 | failed |" in md and "[model-not-registered]" in md
