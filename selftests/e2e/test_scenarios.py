@@ -265,11 +265,12 @@ def _start_hung_run(tmp_path):
         text=True,
         stdin=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while not list((tmp_path / "reports").glob("*")) and not sim_leftovers(proc.pid):
-        assert time.monotonic() < deadline and proc.poll() is None, "the run never brought the sim up"
+    # wait until the snapshot is stuck in the slow stub, however long the sim took to come up
+    hung_stub = f"/run/gb10sim/{proc.pid}/thinkstationpgx-32/state.json nvidia-smi"
+    deadline = time.monotonic() + 60
+    while subprocess.run(["pgrep", "-f", hung_stub], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never reached the hung nvidia-smi"
         time.sleep(0.1)
-    time.sleep(1.5)  # into the hung snapshot
     return proc
 
 
