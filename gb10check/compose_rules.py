@@ -1,7 +1,7 @@
 """The compose lint: each rule one line of the deployment and why it exists, as data.
 
 A rule reads the node's interpolated service, the `vllm serve` this rank runs and the inventory,
-and returns (ok, expected, found). Pure; the test module turns each rule into a test per node.
+and returns (ok, expected, found), or raises NotApplicable. Pure; the test module turns each rule into a test per node.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ from gb10check.compose import Service, VllmRun
 from gb10check.fit import GIB, gib
 
 Outcome = tuple[bool, str, str]
+
+
+class NotApplicable(Exception):
+    """The rule does not apply to this inventory (the test skips with this reason, never passes)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ def _env(ctx: Context, expected: dict[str, str]) -> Outcome:
     return (
         not wrong,
         ", ".join(f"{k}={v}" for k, v in expected.items()),
-        ", ".join(f"{k}={_value(v)}" for k, v in wrong.items()),
+        ", ".join(f"{k}={_value(env.get(k))}" for k in expected),
     )
 
 
@@ -123,7 +127,7 @@ def _hca_exact(ctx: Context) -> Outcome:
 
 def _merge_nics(ctx: Context) -> Outcome:
     if len(ctx.inventory.links) < 2:
-        return True, "NCCL_IB_MERGE_NICS not needed (one link)", "one link"
+        raise NotApplicable("NCCL_IB_MERGE_NICS matters only with two or more links; the inventory has one")
     return _env(ctx, {"NCCL_IB_MERGE_NICS": "1"})
 
 
@@ -179,9 +183,13 @@ def _tool_call_parser(ctx: Context) -> Outcome:
 def _served_name(ctx: Context) -> Outcome:
     spec = ctx.inventory.service
     if spec is None:
-        return True, "no [service] in the inventory", "not compared"
+        raise NotApplicable("the inventory has no [service] section to compare the served name with")
     value = ctx.run.value("--served-model-name")
-    return value == spec.served_model_name, f"--served-model-name {spec.served_model_name}", f"{_value(value)}"
+    return (
+        value == spec.served_model_name,
+        f"--served-model-name {spec.served_model_name}",
+        f"--served-model-name {_value(value)}",
+    )
 
 
 def _topology(ctx: Context) -> Outcome:
@@ -190,11 +198,11 @@ def _topology(ctx: Context) -> Outcome:
         "--nnodes": str(len(ctx.inventory.nodes)),
         "--node-rank": str(ctx.rank),
     }
-    wrong = {k: ctx.run.value(k) for k, v in expected.items() if ctx.run.value(k) != v}
+    found = {k: ctx.run.value(k) for k in expected}
     return (
-        not wrong,
+        found == expected,
         " ".join(f"{k} {v}" for k, v in expected.items()),
-        " ".join(f"{k} {_value(v)}" for k, v in wrong.items()),
+        " ".join(f"{k} {_value(v)}" for k, v in found.items()),
     )
 
 

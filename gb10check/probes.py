@@ -54,10 +54,8 @@ def _base(node: inv.Node, t: inv.Thresholds) -> list[Probe]:
 
 
 def as_root_reader(sudo: bool) -> str:
-    """A `cat` that may read root-only files (used inside framed_files_command's loop)."""
-    return (
-        'sh -c \'if [ "$(id -u)" = 0 ]; then cat "$1"; else ' + ('sudo -n cat "$1"' if sudo else "exit 126") + "; fi' _"
-    )
+    """A `cat FILE` that may read root-only files (the reader of framed_files_command's loop)."""
+    return "sh -c " + shlex.quote(as_root('cat "$1"', sudo)) + " _"
 
 
 def _deployment(d: inv.Deployment, model: str | None) -> list[Probe]:
@@ -80,25 +78,26 @@ def _deployment(d: inv.Deployment, model: str | None) -> list[Probe]:
     return out
 
 
-def _ssh_mesh(inventory: inv.Inventory, this: inv.Node) -> Probe:
-    """From rank 0: a non-interactive SSH login to every peer over each of its QSFP addresses."""
+def ssh_probe(peer: str, netdev: str) -> str:
+    """The name of rank 0's probe that logs in to `peer` over the QSFP address on `netdev`."""
+    return f"ssh_to:{peer}:{netdev}"
+
+
+def _ssh_mesh(inventory: inv.Inventory, this: inv.Node) -> list[Probe]:
+    """From rank 0: a non-interactive SSH login to every peer over each of its QSFP addresses
+    (one probe each, so they run at once and each has its own verdict)."""
     timeout = max(1, round(inventory.ssh.connect_timeout))
-    lines = []
-    for link in inventory.links:
-        for peer, addr in link.addresses.items():
-            if peer == this.name:
-                continue
-            ip = addr.split("/")[0]
-            lines.append(
-                f"echo '=== {peer} {link.netdev} {ip}'; "
-                f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
-                f'-o PasswordAuthentication=no {q_(ip)} true 2>&1; echo "=== rc $?"'
-            )
-    return Probe("ssh_mesh", "; ".join(lines) or "true", timeout=float(timeout * max(1, len(lines)) + 5))
-
-
-def q_(text: str) -> str:
-    return shlex.quote(text)
+    return [
+        Probe(
+            ssh_probe(peer, link.netdev),
+            f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
+            f"-o PasswordAuthentication=no {shlex.quote(addr.split('/')[0])} true",
+            timeout=float(timeout + 5),
+        )
+        for link in inventory.links
+        for peer, addr in link.addresses.items()
+        if peer != this.name
+    ]
 
 
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
@@ -107,5 +106,5 @@ def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
         model = inventory.service.model if inventory.service else None
         probes += _deployment(inventory.deployment, model)
     if node.rank == 0 and len(inventory.nodes) > 1 and inventory.links:
-        probes.append(_ssh_mesh(inventory, node))
+        probes += _ssh_mesh(inventory, node)
     return tuple(probes)

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One comparison a check made (gb10check.verdict.Evidence.expect)."""
+
+    what: str
+    expected: str
+    found: str
+    ok: bool
+
+
 @dataclass
 class Row:
     test: str  # pytest node id
-    check: str  # test function name
+    check: str  # the test's name with its parameters, as `pytest -k` takes it
     node: str | None
     verdict: str  # passed / failed / error / skipped
-    expected: list[str] = field(default_factory=list)
-    found: list[str] = field(default_factory=list)
+    evidence: list[Measured] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     message: str = ""
     duration: float = 0.0
@@ -58,16 +68,17 @@ class Summary:
             + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
             f"- result: {counts or 'no checks ran'}" + (" (interrupted)" if self.interrupted else ""),
             "",
-            "| check | node | verdict | expected | found | hint |",
-            "|---|---|---|---|---|---|",
+            "| check | node | verdict | what | expected | found | hint |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in self.rows:
             cells = [
                 r.check,
                 r.node or "",
                 r.verdict,
-                "; ".join(r.expected),
-                "; ".join(r.found) or _first_line(r.message),
+                _each(m.what for m in r.evidence),
+                _each(m.expected for m in r.evidence),
+                _each(m.found for m in r.evidence) or _first_line(r.message),
                 " ".join(f"[{h}]" for h in r.hints),
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
@@ -77,6 +88,11 @@ class Summary:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "summary.json").write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
         (directory / "summary.md").write_text(self.to_markdown())
+
+
+def _each(values: Iterable[str]) -> str:
+    # one line per comparison inside a markdown table cell
+    return "<br>".join(values)
 
 
 def _first_line(text: str) -> str:

@@ -1,7 +1,7 @@
 """The node fact snapshot: many cheap read-only probes in one round trip, each bounded on its own.
 
-`build_script` turns probes into one POSIX sh script whose output is framed by a random
-boundary; `split_output` cuts that output back into one CommandResult per probe. Both are pure.
+`build_script` turns probes into one POSIX sh script that runs them concurrently and frames
+their output by a random boundary; `split_output` cuts that output back into one CommandResult per probe. Both are pure.
 """
 
 from __future__ import annotations
@@ -30,20 +30,29 @@ def bound(probe: Probe, default: float) -> float:
 
 
 def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: float) -> str:
-    """One sh script: for each probe, its stdout, its stderr and its exit status, framed."""
+    """One sh script: every probe at once, then each one's stdout, stderr and exit status, framed.
+
+    The probes run concurrently (each into its own files) so the round trip costs the slowest
+    probe, not their sum: the snapshot can grow without slowing down. The frames are printed in
+    probe order once all are done.
+    """
     parts = ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
-    for p in probes:
+    for i, p in enumerate(probes):
         bounded = f"timeout -k {KILL_GRACE:g} {bound(p, default_timeout):g} sh -c {shlex.quote(p.command)}"
+        parts.append(f'({bounded} </dev/null >"$t/{i}.out" 2>"$t/{i}.err"; echo $? >"$t/{i}.rc") &')
+    parts.append("wait")
+    for i, p in enumerate(probes):
         parts.append(
-            f'echo "{boundary} begin {p.name}"; {bounded} </dev/null 2>"$t/err"; rc=$?; '
-            f'echo; echo "{boundary} stderr {p.name}"; cat "$t/err"; echo; echo "{boundary} end {p.name} $rc"'
+            f'echo "{boundary} begin {p.name}"; cat "$t/{i}.out"; echo; '
+            f'echo "{boundary} stderr {p.name}"; cat "$t/{i}.err"; echo; '
+            f'echo "{boundary} end {p.name} $(cat "$t/{i}.rc")"'
         )
     return "\n".join(parts) + "\n"
 
 
 def script_timeout(probes: tuple[Probe, ...], default_timeout: float) -> float:
-    """The whole script's bound: every probe at its worst, plus the shell's own start."""
-    return sum(bound(p, default_timeout) + KILL_GRACE for p in probes) + 5.0
+    """The whole script's bound: the slowest probe at its worst, plus the shell's own start."""
+    return max((bound(p, default_timeout) for p in probes), default=0.0) + KILL_GRACE + 5.0
 
 
 def _strip_added_newline(text: str) -> str:

@@ -440,10 +440,15 @@ exec {SSHD} -D -e -f {d}/sshd_config
         )
         self.processes.append(node.process)
 
+    def _serves_api(self) -> bool:
+        # while loading weights vLLM has bound its port but accepts nothing: clients are refused
+        service = self.scenario.service
+        return "served_model_name" in service and service.get("state", "ready") != "loading"
+
     def _start_api(self) -> None:
-        service = {"port": 20001, **self.scenario.service}
-        if "served_model_name" not in service:
+        if not self._serves_api():
             return
+        service = {"port": 20001, **self.scenario.service}
         cfg = self.dir / "service.json"
         cfg.write_text(json.dumps(service))
         log = (self.dir / "fake_vllm.log").open("wb")
@@ -526,7 +531,7 @@ exec {SSHD} -D -e -f {d}/sshd_config
 
     def _wait_ready(self, timeout: float) -> None:
         targets = [(n.lan_ip, 22, n.name) for n in self.nodes if not n.spec.get("powered_off")]
-        if "served_model_name" in self.scenario.service:
+        if self._serves_api():
             targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))
         pending: list[str] = []
 

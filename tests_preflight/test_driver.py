@@ -24,7 +24,7 @@ def _loaded(node, evidence):
 
 @pytest.mark.smoke
 @pytest.mark.hints("driver-version-mismatch")
-def test_driver_versions_match(node, evidence):
+def test_driver_versions_match(node, nvidia_smi, evidence):
     kernel = _loaded(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
     smi = node.snapshot().parsed("nvidia_smi_query", parse_nvidia_smi_query, accept_rc=(0, 9, 18))

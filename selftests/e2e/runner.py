@@ -21,6 +21,10 @@ class SuiteRun:
     junit: dict[str, dict]  # test id "file::name[param]" -> {"outcome", "message", "properties"}
     summary: dict | None
 
+    def skipped(self) -> dict[str, str]:
+        """Skipped test id -> the reason."""
+        return {tid: case["message"] for tid, case in self.junit.items() if case["outcome"] == "skipped"}
+
     def failed(self) -> dict[str, set[str]]:
         """Failed (or errored) test id -> the hint ids its JUnit properties carry."""
         return {

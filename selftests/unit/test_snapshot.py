@@ -35,6 +35,19 @@ def test_a_hung_probe_is_bounded_and_the_others_still_answer():
     assert res["after"].stdout == "fine\n"
 
 
+def test_probes_run_concurrently_and_frames_keep_probe_order(tmp_path):
+    # "first" waits for a file "second" creates: run one after the other, "first" would time out
+    flag = tmp_path / "flag"
+    res = _run(
+        (
+            Probe("first", f"while [ ! -e {flag} ]; do sleep 0.05; done; echo saw it", timeout=10),
+            Probe("second", f"touch {flag}; echo made it"),
+        )
+    )
+    assert (res["first"].stdout, res["first"].rc) == ("saw it\n", 0)
+    assert (res["second"].stdout, res["second"].rc) == ("made it\n", 0)
+
+
 def test_output_that_mimics_the_markers_cannot_spoof_another_probe():
     # the boundary is random per round trip, so a tool cannot print a marker that closes its frame
     assert new_boundary() != new_boundary()

@@ -1,0 +1,77 @@
+"""The compose lint rules (gb10check/compose_rules.py) on the sim's compose file and edits of it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gb10check.compose import load_service, rank_run
+from gb10check.compose_rules import RULES, Context, NotApplicable
+from gb10check.fit import GIB
+from gb10check.inventory import parse_inventory
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = (ROOT / "sim" / "deploy" / "compose.yml").read_text()
+EXAMPLE = (ROOT / "fixtures" / "cluster.example.toml").read_text()
+ADDRESS = {0: "169.254.94.252", 1: "169.254.159.206"}
+MEM_TOTAL = int(119.17 * GIB)  # a GB10's MemTotal
+
+
+def _context(rank: int, compose: str = COMPOSE, inventory_text: str = EXAMPLE) -> Context:
+    env = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": str(rank), "VLLM_HOST_IP": ADDRESS[rank]}
+    svc = load_service(compose, env, container="vllm-qwen38", what="c", compose_dir="/d", env_files={"/d/.env": env})
+    inventory = parse_inventory(inventory_text, "example")
+    return Context(svc, rank_run(svc, rank, "c"), rank, inventory, MEM_TOTAL)
+
+
+def _rule(rule_id: str):
+    return next(r for r in RULES if r.id == rule_id)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_sims_compose_passes_every_rule(rank):
+    for rule in RULES:
+        if rule.rank0_only and rank != 0:
+            continue
+        ok, expected, found = rule.check(_context(rank))
+        assert ok, f"{rule.id}: expected {expected}, found {found}"
+
+
+def test_every_rule_has_its_own_id_and_hint():
+    assert len({r.id for r in RULES}) == len(RULES)
+    assert len({r.hint for r in RULES}) == len(RULES)
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "old", "new", "found"),
+    [
+        ("ib-hca", "NCCL_IB_HCA==", "NCCL_IB_HCA=", "NCCL_IB_HCA=rocep1s0f0,roceP2p1s0f0"),
+        ("cudagraph-mode", "-cc.cudagraph_mode", "-cc.cudagraph-mode", "-cc.cudagraph-mode"),
+        ("socket-family", "NCCL_SOCKET_FAMILY=AF_INET", "NCCL_SOCKET_FAMILY=AF_INET6", "AF_INET6"),
+        ("memory-limit", "105G", "64G", "64.00 GiB"),
+    ],
+)
+def test_an_edit_breaks_its_rule_and_says_what_was_found(rule_id, old, new, found):
+    assert old in COMPOSE, f"the sim's compose changed: {old!r} is gone"
+    ok, _expected, said = _rule(rule_id).check(_context(1, COMPOSE.replace(old, new)))
+    assert not ok and found in said
+
+
+def test_follower_without_headless_fails_on_rank_1_only():
+    compose = re.sub(r"\s--headless", "", COMPOSE)
+    assert compose != COMPOSE
+    assert _rule("headless").check(_context(0, compose))[0]
+    assert not _rule("headless").check(_context(1, compose))[0]
+
+
+def test_rules_that_do_not_apply_skip_instead_of_passing():
+    one_link = (
+        EXAMPLE[: EXAMPLE.index("[[links]]", EXAMPLE.index("[[links]]") + 1)] + EXAMPLE[EXAMPLE.index("[service]") :]
+    )
+    with pytest.raises(NotApplicable, match="one"):
+        _rule("ib-merge-nics").check(_context(0, inventory_text=one_link))
+    no_service = EXAMPLE[: EXAMPLE.index("[service]")] + EXAMPLE[EXAMPLE.index("[deployment]") :]
+    with pytest.raises(NotApplicable, match="no \\[service\\]"):
+        _rule("served-model-name").check(_context(0, inventory_text=no_service))
