@@ -36,6 +36,8 @@ class Evidence:
     ) -> None:
         """Record one comparison; on failure raise with expected, found, where (+ detail, failure only)."""
         __tracebackhide__ = True
+        if not str(found).strip():  # a check that cannot say what it saw has no evidence
+            raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
         self.items.append((what, str(expected), str(found), bool(ok)))
         if not ok:
             place = where or self.node or "the cluster"

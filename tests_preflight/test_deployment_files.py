@@ -36,12 +36,12 @@ def test_env_names_this_node(node, inventory, deployment, evidence):
     expected = {"NODE_RANK": str(node.spec.rank), "VLLM_HOST_IP": _qsfp_address(inventory, node.name)}
     if inventory.service is not None:
         expected["MODEL_ID"] = inventory.service.model
-    wrong = {k: env.get(k) for k, v in expected.items() if v is not None and env.get(k) != v}
+    wrong = [k for k, v in expected.items() if v is not None and env.get(k) != v]
     evidence.expect(
         not wrong,
         what=deployment.env_file,
         expected=", ".join(f"{k}={v}" for k, v in expected.items() if v is not None),
-        found=", ".join(f"{k}={v if v is not None else '(unset)'}" for k, v in wrong.items()),
+        found=", ".join(f"{k}={env.get(k, '(unset)')}" for k, v in expected.items() if v is not None),
     )
 
 

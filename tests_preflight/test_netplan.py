@@ -1,26 +1,11 @@
 """netplan configures every QSFP netdev, in files only root can read (netplan's own rule)."""
 
 import pytest
-import yaml
 
-from gb10check.errors import ParseError
 from gb10check.parsers.framed import parse_framed_files
+from gb10check.parsers.netplan import configured_netdevs
 
 pytestmark = pytest.mark.preflight
-
-
-def _configured(files):
-    """netdev -> the file that configures it."""
-    out = {}
-    for f in files:
-        try:
-            doc = yaml.safe_load(f.text) or {}
-        except yaml.YAMLError as exc:
-            raise ParseError(f.path, f"not valid YAML: {exc}".replace("\n", " "), f.text) from exc
-        ethernets = (doc.get("network") or {}).get("ethernets") or {} if isinstance(doc, dict) else {}
-        for netdev in ethernets:
-            out[str(netdev)] = f
-    return out
 
 
 def _files(node):
@@ -30,19 +15,21 @@ def _files(node):
 @pytest.mark.hints("netplan-missing")
 def test_netplan_configures_qsfp(node, inventory, evidence):
     files = _files(node)
-    configured = _configured(files)
+    configured = configured_netdevs(files)
     missing = [link.netdev for link in inventory.links if link.netdev not in configured]
     evidence.expect(
         not missing,
         what="netplan",
         expected="a file in /etc/netplan configuring " + ", ".join(link.netdev for link in inventory.links),
-        found=f"nothing for {', '.join(missing)} in {', '.join(f.path for f in files) or 'no files'}",
+        found=f"nothing for {', '.join(missing)} in {', '.join(f.path for f in files) or 'no files'}"
+        if missing
+        else ", ".join(sorted({f.path for f in configured.values()})),
     )
 
 
 @pytest.mark.hints("netplan-permissions")
 def test_netplan_file_mode(node, inventory, evidence):
-    configured = _configured(_files(node))
+    configured = configured_netdevs(_files(node))
     files = {f.path: f for f in configured.values()}
     loose = [f"{f.path} mode {f.mode:o} uid {f.owner}" for f in files.values() if f.mode & 0o077 or f.owner != "0"]
     evidence.expect(

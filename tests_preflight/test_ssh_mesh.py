@@ -36,6 +36,6 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
         not failed,
         what=f"ssh from {rank0} to {peer} (BatchMode, no password)",
         expected="login on every QSFP address",
-        found="; ".join(failed),
+        found="; ".join(failed) or f"logged in over {len(inventory.links)} address(es)",
         hints=("roce-link-down",) if failed and unreachable else (),
     )

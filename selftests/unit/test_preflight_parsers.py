@@ -18,8 +18,9 @@ from gb10check.parsers.docker import (
     parse_docker_info,
     parse_image_inspect,
 )
-from gb10check.parsers.framed import parse_framed_files
+from gb10check.parsers.framed import FileRead, parse_framed_files
 from gb10check.parsers.hfcache import Entry, parse_index_total_size, parse_listing, readable_by, snapshot_files
+from gb10check.parsers.netplan import configured_netdevs
 from gb10check.parsers.nvidia import parse_modinfo_version
 from gb10check.parsers.ufw import parse_ufw_conf, parse_ufw_status, parse_user_rules
 
@@ -207,3 +208,18 @@ def test_modinfo_and_framed_files():
     ]
     with pytest.raises(ParseError):
         parse_framed_files("garbage before\n=== 600 0 /x\n", "np")
+
+
+def test_netplan_netdevs_from_the_playbook_file_and_bad_yaml(capture):
+    text = capture("commands/netplan.40-cx7.link_local_ipv4.nvidia_playbook_2025-10.yaml")
+    playbook = FileRead("/etc/netplan/40-cx7.yaml", 0o600, "0", text)
+    assert set(configured_netdevs([playbook])) == {"enp1s0f0np0", "enp1s0f1np1"}
+    assert configured_netdevs([FileRead("/etc/netplan/e.yaml", 0o600, "0", "")]) == {}
+    for garbage, why in (
+        ("network: [\n", "not valid YAML"),
+        ("- a\n", "no 'network:'"),
+        ("network:\n  ethernets: 3\n", "not a mapping"),
+    ):
+        with pytest.raises(ParseError, match=why) as info:
+            configured_netdevs([FileRead("/etc/netplan/x.yaml", 0o600, "0", garbage)])
+        assert "/etc/netplan/x.yaml" in str(info.value)

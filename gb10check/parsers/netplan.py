@@ -1,0 +1,29 @@
+"""netplan: which netdevs each /etc/netplan file configures (read with a real YAML parser)."""
+
+from __future__ import annotations
+
+import yaml
+
+from gb10check.errors import ParseError
+from gb10check.parsers.framed import FileRead
+
+
+def configured_netdevs(files: list[FileRead]) -> dict[str, FileRead]:
+    """netdev -> the file that configures it under network.ethernets (a later file wins, as in netplan)."""
+    out: dict[str, FileRead] = {}
+    for f in sorted(files, key=lambda f: f.path.rsplit("/", 1)[-1]):  # netplan reads files in name order
+        try:
+            doc = yaml.safe_load(f.text)
+        except yaml.YAMLError as exc:
+            raise ParseError(f.path, f"not valid YAML: {exc}".replace("\n", " "), f.text) from exc
+        if doc is None:
+            continue
+        network = doc.get("network") if isinstance(doc, dict) else None
+        if not isinstance(network, dict):
+            raise ParseError(f.path, "no 'network:' mapping at the top", f.text)
+        ethernets = network.get("ethernets") or {}
+        if not isinstance(ethernets, dict):
+            raise ParseError(f.path, "'network.ethernets' is not a mapping", f.text)
+        for netdev in ethernets:
+            out[str(netdev)] = f
+    return out

@@ -1,0 +1,28 @@
+"""Evidence: how a check states its result."""
+
+from __future__ import annotations
+
+import pytest
+
+from gb10check.verdict import CheckFailed, Evidence
+
+
+def test_a_pass_is_recorded_with_what_was_found():
+    ev = Evidence(node="n1")
+    ev.expect(True, what="MemFree", expected=">= 100 GiB", found="110 GiB")
+    assert ev.items == [("MemFree", ">= 100 GiB", "110 GiB", True)]
+
+
+def test_a_failure_says_expected_found_where_and_carries_its_hints():
+    ev = Evidence(node="n1")
+    with pytest.raises(CheckFailed) as info:
+        ev.expect(False, what="MemFree", expected=">= 100 GiB", found="20 GiB", detail="drop caches", hints=("x",))
+    assert str(info.value) == "MemFree on n1: expected >= 100 GiB, found 20 GiB; drop caches"
+    assert info.value.hint_ids == ("x",)
+    assert ev.items[-1][3] is False
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_nothing_found_is_a_bug_of_the_check_not_a_verdict(ok):
+    with pytest.raises(ValueError, match="`found` is empty"):
+        Evidence().expect(ok, what="x", expected="y", found="  ")
