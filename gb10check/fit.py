@@ -29,6 +29,7 @@ class ModelDims:
     linear_value_heads: int
     linear_key_head_dim: int
     linear_value_head_dim: int
+    max_position_embeddings: int | None = None  # vLLM's max_model_len when the command gives none
 
     @property
     def unquantized_16bit(self) -> bool:
@@ -70,6 +71,7 @@ def parse_model_config(text: str) -> ModelDims:
         linear_value_heads=int(cfg.get("linear_num_value_heads") or 0),
         linear_key_head_dim=int(cfg.get("linear_key_head_dim") or 0),
         linear_value_head_dim=int(cfg.get("linear_value_head_dim") or 0),
+        max_position_embeddings=int(cfg["max_position_embeddings"]) if cfg.get("max_position_embeddings") else None,
     )
 
 

@@ -127,6 +127,11 @@ def _image(state: dict, ref: str) -> dict | None:
 
 
 def _gpu_list(state: dict) -> tuple[str, str, int]:
+    """`nvidia-smi -L` inside a container: the same driver, so a node whose nvidia-smi hangs hangs here too."""
+    for override in state.get("stubs", []):
+        if override["tool"] == "nvidia-smi" and override.get("delay"):
+            time.sleep(float(override["delay"]))
+            break
     docker, drv = state["docker"], state["driver"]
     if docker.get("gpu") == "no-runtime":
         return "", GPU_NO_RUNTIME, 125

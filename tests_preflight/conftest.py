@@ -22,20 +22,33 @@ def api_healthy(inventory):
 
 
 @pytest.fixture
-def nvidia_smi(request, node, inventory):
-    """The node's nvidia-smi probe result. A timeout while this node's vLLM container runs and the
-    API does not answer yet is startup, not a fault: nvidia-smi waits on the driver lock while
-    weights load, so the test skips with the reason instead of failing."""
-    res = node.snapshot().raw("nvidia_smi_query")
-    if res.rc == 127:
-        raise ToolMissing(f"{node.name}: nvidia-smi is not installed or not on PATH: {res.stderr.strip()[:200]}")
-    if res.timed_out and inventory.deployment is not None:
+def skip_if_starting(request, node, inventory):
+    """Call after nvidia-smi timed out on the node: skips when that is vLLM starting, not a fault.
+
+    While weights load nvidia-smi waits on the driver lock. Startup = this node's vLLM container
+    runs and the API does not answer /health yet (asked only then: a healthy run makes no request).
+    """
+
+    def check(what):
+        if inventory.deployment is None:
+            return
         c = container(node.snapshot())
-        # asked only here: a healthy run makes no request to the API
         if c is not None and c.running and request.getfixturevalue("api_healthy") is False:
             pytest.skip(
-                f"nvidia-smi gave no answer within {inventory.thresholds.nvidia_smi_timeout:g} s while the vLLM "
-                f"container {c.name} is starting (the API does not answer /health yet): it waits on the driver "
-                "lock during weight loading; watch MemAvailable instead and run this again once the API is up"
+                f"{what} gave no answer while the vLLM container {c.name} is starting (the API does not answer "
+                "/health yet): nvidia-smi waits on the driver lock during weight loading; watch MemAvailable "
+                "instead and run this again once the API is up"
             )
+
+    return check
+
+
+@pytest.fixture
+def nvidia_smi(node, inventory, skip_if_starting):
+    """The node's nvidia-smi probe result; skips when it timed out because vLLM is starting there."""
+    res = node.snapshot().raw("nvidia_smi_query")
+    if res.rc == 127:
+        raise ToolMissing(f"{node.name}: `nvidia-smi` is not installed or not on PATH: {res.stderr.strip()[:200]}")
+    if res.timed_out:
+        skip_if_starting(f"nvidia-smi (bound {inventory.thresholds.nvidia_smi_timeout:g} s)")
     return res

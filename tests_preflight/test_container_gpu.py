@@ -2,6 +2,7 @@
 
 import shlex
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pytest
 
@@ -9,36 +10,53 @@ from gb10check.errors import GB10Error
 from gb10check.facts import container, loaded_module
 from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus, parse_image_inspect
 from gb10check.parsers.nvidia import NvmlMismatch, parse_nvidia_smi_query
+from gb10check.transport import CommandResult
 
 pytestmark = pytest.mark.preflight
 
 
-def _probe(node, deployment, timeout):
+# what `docker exec` itself costs on top of the nvidia-smi it runs
+EXEC_OVERHEAD_S = 10.0
+
+
+@dataclass(frozen=True)
+class Tried:
+    how: str  # what was run, for the messages
+    result: CommandResult | None  # None: not run, for `why_not`
+    why_not: str = ""
+    hint: str = ""
+
+
+def _probe(node, deployment, thresholds):
     """docker exec into the running container, else a throwaway run of the image (never a pull)."""
     snap = node.snapshot()
     c = container(snap)
-    if c is not None and c.running:
-        how = f"docker exec {deployment.container}"
+    running = c is not None and c.running
+    how = f"docker exec {deployment.container}" if running else f"docker run --rm --gpus all {deployment.image}"
+    if snap.raw("nvidia_smi_query").timed_out:
+        # the container's nvidia-smi would wait on the same stuck driver: not worth another hang
+        return Tried(how, None, "nvidia-smi on the host does not answer", "driver-deadlock")
+    if running:
         cmd = f"docker exec {shlex.quote(deployment.container)} nvidia-smi -L"
+        timeout = thresholds.nvidia_smi_timeout + EXEC_OVERHEAD_S
     else:
         if snap.parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1)) is None:
-            return "docker run", None, f"the image {deployment.image} is not on this node"
-        how = f"docker run --rm --gpus all {deployment.image}"
+            return Tried(how, None, f"the image {deployment.image} is not on this node", "image-missing")
         cmd = (
             "docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi "
             f"{shlex.quote(deployment.image)} -L"
         )
-    return how, node.run(cmd, timeout), None
+        timeout = thresholds.docker_run_timeout
+    return Tried(how, node.run(cmd, timeout))
 
 
 @pytest.fixture(scope="session")
 def container_gpu_probes(cluster, inventory, deployment):
-    """One docker probe per node, all nodes in parallel (each bounded by docker_run_timeout)."""
-    timeout = inventory.thresholds.docker_run_timeout
+    """One docker probe per node, all nodes in parallel, each bounded."""
 
     def one(name):
         try:
-            return name, _probe(cluster[name], deployment, timeout)
+            return name, _probe(cluster[name], deployment, inventory.thresholds)
         except GB10Error as exc:
             return name, exc
 
@@ -60,21 +78,25 @@ def _versions(node) -> str:
 
 
 @pytest.mark.hints("gpu-not-in-container")
-def test_gpu_visible_in_container(node, container_gpu_probes, evidence):
-    outcome = container_gpu_probes[node.name]
-    if isinstance(outcome, GB10Error):
-        raise outcome
-    how, res, missing = outcome
+def test_gpu_visible_in_container(node, container_gpu_probes, skip_if_starting, evidence):
+    tried = container_gpu_probes[node.name]
+    if isinstance(tried, GB10Error):
+        raise tried
+    if tried.result is None and tried.hint == "driver-deadlock":
+        skip_if_starting("nvidia-smi on the host")
     evidence.expect(
-        missing is None,
-        what="GPU inside Docker",
-        expected="a container of the deployment image to test with",
-        found=missing or "yes",
-        hints=("image-missing",),
+        tried.result is not None,
+        what=f"GPU inside Docker ({tried.how})",
+        expected="a container to test with and a driver that answers",
+        found=f"not tried: {tried.why_not}",
+        hints=(tried.hint,),
     )
+    res = tried.result
+    if res.timed_out and tried.how.startswith("docker exec"):
+        skip_if_starting(f"`{tried.how} nvidia-smi -L`")
     evidence.expect(
         not res.timed_out,
-        what=f"GPU inside Docker ({how})",
+        what=f"GPU inside Docker ({tried.how})",
         expected="nvidia-smi -L to answer",
         found=f"no answer after {res.duration:.0f} s" if res.timed_out else f"answered in {res.duration:.1f} s",
         hints=("command-timeout",),
@@ -82,14 +104,14 @@ def test_gpu_visible_in_container(node, container_gpu_probes, evidence):
     seen = parse_container_gpus(res.stdout + "\n" + res.stderr)
     evidence.expect(
         not isinstance(seen, ContainerGpuFailure),
-        what=f"GPU inside Docker ({how})",
+        what=f"GPU inside Docker ({tried.how})",
         expected="nvidia-smi -L lists the GPU",
         found=getattr(seen, "message", "listed"),
         detail=f"driver on this node: {_versions(node)}",
     )
     evidence.expect(
         len(seen.gpus) >= 1 and res.rc == 0,
-        what=f"GPU inside Docker ({how})",
+        what=f"GPU inside Docker ({tried.how})",
         expected="at least one GPU, exit 0",
         found=f"{'; '.join(seen.gpus)} (exit {res.rc})",
     )

@@ -3,6 +3,7 @@ state for max-num-seqs, within --gpu-memory-utilization x MemTotal and the conta
 
 import pytest
 
+from gb10check.errors import ParseError
 from gb10check.facts import service, vllm_run
 from gb10check.fit import DTYPE_BYTES, Fit, parse_model_config
 from gb10check.parsers.hfcache import parse_index_total_size
@@ -28,7 +29,10 @@ def test_model_fits(node, inventory, deployment, evidence):
     mem = snap.parsed("meminfo", parse_meminfo)
     svc = service(snap, deployment)
     run = vllm_run(snap, deployment, node.spec.rank)
-    max_len = _number(run, "--max-model-len", inventory.service.max_model_len if inventory.service else 0, int)
+    # without --max-model-len vLLM takes the model's own context length
+    max_len = _number(run, "--max-model-len", dims.max_position_embeddings, int)
+    if max_len is None:
+        raise ParseError("config.json", "no --max-model-len in the command and no max_position_embeddings", "")
     kv_dtype = run.value("--kv-cache-dtype") or "auto"
     fit = Fit(
         dims=dims,

@@ -52,6 +52,7 @@ PREFLIGHT_FAILURES = {
     "driver-deadlock": {
         **on(f"{P}test_nvidia_smi.py::test_nvidia_smi_answers", R1, hint="driver-deadlock"),
         f"{DRV}[{R1}]": {"command-timeout", "driver-deadlock"},  # no version without nvidia-smi
+        **on(GPU, R1, hint="driver-deadlock"),  # not tried: the container would hang on the same driver
     },
     "gpu-not-in-container": on(GPU, R1, hint="gpu-not-in-container"),
     "firewall-blocks": on(f"{P}test_firewall.py::test_firewall_allows_cluster_traffic", R0, hint="ufw-blocks-cluster"),
@@ -165,6 +166,7 @@ def test_weights_loading_skips_the_nvidia_smi_checks_with_the_reason(tmp_path, h
     assert set(skipped) == {
         f"{P}test_nvidia_smi.py::test_nvidia_smi_answers[{R1}]",
         f"{DRV}[{R1}]",
+        f"{GPU}[{R1}]",
         *(f"{P}test_memory.py::test_memory_free_before_start[{n}]" for n in BOTH),
     }, run.out
     assert "while the vLLM container vllm-qwen38 is starting" in skipped[f"{DRV}[{R1}]"]
@@ -243,12 +245,35 @@ def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
     assert "cannot parse nvidia-smi" in message and "Segmentation fault" in message and "exit status 139" in message
 
 
+def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
+    """Docker absent on rank 1: each check that reads Docker there fails with tool-missing (never a pass)."""
+    scenario = tmp_path / "no-docker.toml"
+    scenario.write_text(
+        'base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "docker"\n'
+        'stderr = "sh: 1: docker: not found\\n"\nrc = 127\n'
+    )
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    needs_docker = {
+        f"{GPU}[{R1}]",
+        f"{P}test_docker.py::test_docker_memory_accounting[{R1}]",
+        f"{P}test_image.py::test_image_present[{R1}]",
+        f"{P}test_image.py::test_image_layers_identical",
+        f"{P}test_memory.py::test_memory_free_before_start[{R1}]",  # is the container running? unknown
+    }
+    failed = run.failed()
+    assert set(failed) == needs_docker, run.out
+    assert all("tool-missing" in hints for hints in failed.values()), failed
+    assert "`docker` is not installed or not on PATH" in run.junit[f"{GPU}[{R1}]"]["message"]
+
+
 def test_hung_tool_is_a_timeout_verdict_not_a_hung_suite(tmp_path):
     scenario = tmp_path / "hung-smi.toml"
     scenario.write_text('base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n')
     run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight", env={}, timeout=90)
     failed = run.failed()
-    assert set(failed) == {f"{DRV}[{R1}]", f"{P}test_nvidia_smi.py::test_nvidia_smi_answers[{R1}]"}, run.out
+    assert set(failed) == {f"{DRV}[{R1}]", f"{P}test_nvidia_smi.py::test_nvidia_smi_answers[{R1}]", f"{GPU}[{R1}]"}, (
+        run.out
+    )
     assert "command-timeout" in failed[f"{DRV}[{R1}]"]
     assert "timed out after" in run.junit[f"{DRV}[{R1}]"]["message"]
 

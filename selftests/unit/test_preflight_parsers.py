@@ -192,6 +192,13 @@ def test_fit_arithmetic_matches_the_field_report():
     bf16 = _fit(335.28, False)
     assert not bf16.weights_fit and bf16.dims.unquantized_16bit and round(bf16.weights_per_node / GIB, 1) == 167.6
     assert any("167.64 GiB per node" in line for line in bf16.lines())
+    assert fp8.dims.max_position_embeddings is None
+    assert (
+        parse_model_config(
+            '{"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 512, "max_position_embeddings": 262144}'
+        ).max_position_embeddings
+        == 262144
+    )
 
 
 # -- small ones --------------------------------------------------------------------------------
