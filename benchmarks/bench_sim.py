@@ -67,7 +67,10 @@ def main() -> int:
     print(f"  suite session (collect+check): median {statistics.median(r[1] for r in rows):.2f} s")
     print(f"  checks: {rows[-1][2]} (exit {rows[-1][4]})")
     for node, stats in rows[-1][3].items():
-        print(f"  {node}: {stats['connections']} SSH connection(s), {stats['commands']} command(s)")
+        print(
+            f"  {node}: {stats['connections']} SSH connection(s), {stats['commands']} command(s), "
+            f"{stats.get('snapshot_probes', '?')} probes in its snapshot"
+        )
     return 0
 
 

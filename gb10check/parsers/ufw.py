@@ -29,8 +29,11 @@ def parse_ufw_status(text: str) -> UfwStatus:
     match = _STATUS.search(text)
     if not match:
         raise ParseError("ufw status verbose", "no 'Status: active|inactive' line", text)
+    active = match.group(1) == "active"
     default = _DEFAULT.search(text)
-    return UfwStatus(active=match.group(1) == "active", default_incoming=default["incoming"] if default else None)
+    if active and default is None:  # `ufw status verbose` always says it when active: cut short
+        raise ParseError("ufw status verbose", "active, but no 'Default: <policy> (incoming)' line", text)
+    return UfwStatus(active=active, default_incoming=default["incoming"] if default else None)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def parse_user_rules(text: str) -> list[UfwRule]:
     """The `### tuple ###` lines of user.rules (IPv4) or user6.rules."""
     if "*filter" not in text and "### RULES ###" not in text:
         raise ParseError("/etc/ufw/user.rules", "not a ufw rules file (no *filter / ### RULES ###)", text)
+    if "### END RULES ###" not in text:  # ufw always writes it: the file was cut short
+        raise ParseError("/etc/ufw/user.rules", "no '### END RULES ###': the file is incomplete", text)
     rules = []
     for match in _TUPLE.finditer(text):
         words = match["body"].split()

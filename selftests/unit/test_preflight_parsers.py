@@ -19,10 +19,18 @@ from gb10check.parsers.docker import (
     parse_image_inspect,
 )
 from gb10check.parsers.framed import FileRead, parse_framed_files
-from gb10check.parsers.hfcache import Entry, parse_index_total_size, parse_listing, readable_by, snapshot_files
+from gb10check.parsers.hfcache import (
+    Entry,
+    parse_index_total_size,
+    parse_listing,
+    parse_revision,
+    readable_by,
+    snapshot_files,
+)
+from gb10check.parsers.meminfo import parse_meminfo
 from gb10check.parsers.netplan import configured_netdevs
-from gb10check.parsers.nvidia import parse_modinfo_version
-from gb10check.parsers.ufw import parse_ufw_conf, parse_ufw_status, parse_user_rules
+from gb10check.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_query
+from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
 ENV0 = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": "0", "VLLM_HOST_IP": "169.254.94.252"}
@@ -114,7 +122,7 @@ def test_ufw_rules_and_first_match(capture):
     assert verdicts == [True, False, True]  # 169.254/16 allowed, 192.168.101/24 not, 20001/tcp allowed
     assert needs[1].allow_line == "sudo ufw allow from 192.168.101.0/24"
     # a deny before an allow wins, as in ufw
-    deny = parse_user_rules("*filter\n### tuple ### deny any any 0.0.0.0/0 any 169.254.0.0/16 in\n")
+    deny = parse_user_rules("*filter\n### tuple ### deny any any 0.0.0.0/0 any 169.254.0.0/16 in\n### END RULES ###\n")
     assert verdict(needs[0], deny + rules, "deny") == (False, "rule `deny any any 0.0.0.0/0 any 169.254.0.0/16 in`")
 
 
@@ -230,3 +238,37 @@ def test_netplan_netdevs_from_the_playbook_file_and_bad_yaml(capture):
         with pytest.raises(ParseError, match=why) as info:
             configured_netdevs([FileRead("/etc/netplan/x.yaml", 0o600, "0", garbage)])
         assert "/etc/netplan/x.yaml" in str(info.value)
+
+
+# -- bad input, every parser -------------------------------------------------------------------
+STRICT_PARSERS = {
+    # name: (parser, a real-looking output cut short)
+    "ufw status": (parse_ufw_status, "Status: active\nLogging: on (low)\nDefault: deny (inc"),
+    "user.rules": (parse_user_rules, "*filter\n:ufw-user-input - [0:0]\n### tuple ### allow any any 0.0.0.0/0"),
+    "ufw.conf": (parse_ufw_conf, "# /etc/ufw/ufw.conf\n#\nENABL"),
+    "default ufw": (parse_default_input_policy, "IPV6=yes\nDEFAULT_INPUT_POL"),
+    "docker info": (parse_docker_info, '{"ID":"x","Containers":0,"CgroupDriver":"sys'),
+    "image inspect": (parse_image_inspect, '[{"Id": "sha256:abc", "RepoTags": ["vllm/vllm-openai:q'),
+    "container inspect": (parse_container_inspect, '[{"Id": "abc", "State": {"Running": tr'),
+    "hf listing": (parse_listing, "d 755 0 0 4096 \t"),
+    "hf revision": (parse_revision, "c84cfe23"),
+    "index.json": (parse_index_total_size, '{"metadata": {"total_si'),
+    "config.json": (parse_model_config, '{"num_hidden_layers": 48, "num_attention_'),
+    "modinfo": (parse_modinfo_version, None),  # a cut version still looks like a version
+    "meminfo": (parse_meminfo, "MemTotal:       124958720 kB\nMemFr"),
+    "nvidia-smi query": (parse_nvidia_smi_query, None),  # nor does a cut GPU name
+}
+BAD = ["", "\n", "Segmentation fault\n", "<html><body>502 Bad Gateway</body></html>", "cut"]
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [(name, bad) for name, (_, cut) in STRICT_PARSERS.items() for bad in BAD if bad != "cut" or cut is not None],
+)
+def test_empty_garbage_or_truncated_output_is_a_parse_error_with_the_excerpt(name, bad):
+    parser, truncated = STRICT_PARSERS[name]
+    text = truncated if bad == "cut" else bad
+    with pytest.raises(ParseError) as info:
+        parser(text)
+    if text.strip():  # the offending output is quoted
+        assert text.strip().splitlines()[0][:15] in str(info.value), str(info.value)
