@@ -73,7 +73,7 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
         "test_x.py::test_fails[here]": ("failed", "here", ["roce-link-down"]),
         "test_x.py::test_passes[here]": ("passed", "here", []),
     }
-    assert summary["transports"] == {"here": {"connections": 0, "commands": 1}}
+    assert summary["transports"] == {"here": {"connections": 0, "commands": 1, "snapshot_probes": 17}}
 
 
 def test_symptom_in_output_attaches_a_hint_the_test_did_not_name(suite):
