@@ -24,8 +24,8 @@ from gb10check.snapshot import Probe, build_script, new_boundary, script_timeout
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
 
 T = TypeVar("T")
-# dash: "sh: 1: docker: not found"; bash: "bash: docker: command not found"
-_NOT_FOUND = re.compile(r"(?P<tool>[\w.+-]+): (?:command )?not found")
+# dash: "sh: 1: docker: not found"; bash: "bash: line 1: docker: command not found"
+_NOT_FOUND = re.compile(r"(?P<tool>[\w./+-]+): (?:command )?not found")
 # sudo -n without a NOPASSWD rule, ufw run as a user, or the inventory forbidding sudo
 _REFUSED = re.compile(
     rf"^sudo: (a password is required|a terminal is required)|You need to be root to run this script"
@@ -53,9 +53,9 @@ class Snapshot:
             raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
         if res.rc == 127:  # sh: the command was not found
             named = _NOT_FOUND.search(res.stderr)
-            tool = named["tool"] if named else res.command.split()[0]
+            tool = f"`{named['tool']}` is" if named else "a tool it runs is"
             raise ToolMissing(
-                f"{self.node}: `{tool}` is not installed or not on PATH (needed for `{res.command[:120]}`): "
+                f"{self.node}: {tool} not installed or not on PATH (needed for `{res.command[:120]}`): "
                 f"{res.stderr.strip()[:200]}"
             )
         if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):

@@ -1,0 +1,63 @@
+"""Root-only reads as a user that is not root, in a real shell: refusals say so, with their hint."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gb10check.errors import PrivilegeRequired, ToolMissing
+from gb10check.node import Snapshot
+from gb10check.parsers.framed import framed_files_command, parse_framed_files
+from gb10check.parsers.ufw import parse_ufw_status
+from gb10check.probes import as_root, as_root_reader
+from gb10check.snapshot import Probe, build_script, new_boundary, split_output
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to the unprivileged user")
+
+
+def _snapshot_as_nobody(probes: tuple[Probe, ...]) -> Snapshot:
+    boundary = new_boundary()
+    script = build_script(probes, boundary, 5.0)
+    proc = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c", script],
+        env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},  # as an SSH login has
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+    )
+    return Snapshot("node-b", split_output(proc.stdout, probes, boundary, 0.1))
+
+
+def test_a_forbidden_root_read_is_privilege_required_with_its_hint():
+    snap = _snapshot_as_nobody((Probe("ufw_status", as_root("ufw status verbose", sudo=False)),))
+    with pytest.raises(PrivilegeRequired) as info:
+        snap.parsed("ufw_status", parse_ufw_status)
+    assert "node-b" in str(info.value) and "sudo = false" in str(info.value)
+    assert info.value.hint_ids == ("sudo-required",)
+
+
+def test_a_root_only_file_is_refused_not_read_as_empty():
+    # a folder the unprivileged user can list (pytest's tmp_path is not), holding a mode-600 file
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        os.chmod(folder, 0o755)
+        secret = Path(folder) / "40-cx7.yaml"
+        secret.write_text("network: {}\n")
+        secret.chmod(0o600)
+        command = framed_files_command(f"{folder}/*.yaml", as_root_reader(sudo=False))
+        snap = _snapshot_as_nobody((Probe("netplan", command),))
+    with pytest.raises(PrivilegeRequired):
+        snap.parsed("netplan", lambda t: parse_framed_files(t, "netplan"))
+
+
+def test_sudo_allowed_but_not_installed_names_sudo():
+    # this machine has no sudo: with sudo allowed the read still fails, and says what is missing
+    if subprocess.run(["sh", "-c", "command -v sudo"], capture_output=True).returncode == 0:
+        pytest.skip("sudo is installed here")
+    snap = _snapshot_as_nobody((Probe("ufw_status", as_root("ufw status verbose", sudo=True)),))
+    with pytest.raises(ToolMissing, match="`sudo` is not installed"):
+        snap.parsed("ufw_status", parse_ufw_status)
