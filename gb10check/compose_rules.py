@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gb10check import inventory as inv
-from gb10check.compose import Service, VllmRun
+from gb10check.compose import Service
 from gb10check.fit import GIB, gib
+from gb10check.vllm_command import VllmRun
 
 Outcome = tuple[bool, str, str]
 

@@ -9,6 +9,7 @@ from gb10check import inventory as inv
 from gb10check.node import Snapshot
 from gb10check.parsers.docker import Container, parse_container_inspect
 from gb10check.parsers.nvidia import parse_module_version, parse_proc_driver_version
+from gb10check.vllm_command import VllmRun, rank_run
 
 
 def loaded_module(snap: Snapshot) -> str | None:
@@ -45,5 +46,5 @@ def service(snap: Snapshot, deployment: inv.Deployment) -> compose.Service:
     )
 
 
-def vllm_run(snap: Snapshot, deployment: inv.Deployment, rank: int) -> compose.VllmRun:
-    return compose.rank_run(service(snap, deployment), rank, deployment.compose_file)
+def vllm_run(snap: Snapshot, deployment: inv.Deployment, rank: int) -> VllmRun:
+    return rank_run(service(snap, deployment), rank, deployment.compose_file)

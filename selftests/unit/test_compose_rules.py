@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose import load_service, rank_run
+from gb10check.compose import load_service
 from gb10check.compose_rules import RULES, Context, NotApplicable
 from gb10check.fit import GIB
 from gb10check.inventory import parse_inventory
+from gb10check.vllm_command import rank_run
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = (ROOT / "sim" / "deploy" / "compose.yml").read_text()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose import Interpolation, load_service, parse_dotenv, parse_size, rank_run, vllm_runs
+from gb10check.compose import Interpolation, load_service, parse_dotenv, parse_size
 from gb10check.errors import ParseError
 from gb10check.firewall import needs_for, verdict
 from gb10check.fit import GIB, Fit, parse_model_config
@@ -31,6 +31,7 @@ from gb10check.parsers.meminfo import parse_meminfo
 from gb10check.parsers.netplan import configured_netdevs
 from gb10check.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_query
 from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
+from gb10check.vllm_command import rank_run, vllm_runs
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
 ENV0 = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": "0", "VLLM_HOST_IP": "169.254.94.252"}
