@@ -42,6 +42,7 @@ def test_env_names_this_node(node, inventory, deployment, evidence):
         what=deployment.env_file,
         expected=", ".join(f"{k}={v}" for k, v in expected.items() if v is not None),
         found=", ".join(f"{k}={env.get(k, '(unset)')}" for k, v in expected.items() if v is not None),
+        detail=f"wrong: {', '.join(wrong)}",
     )
 
 

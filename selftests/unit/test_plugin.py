@@ -117,7 +117,8 @@ def test_header_shows_the_settings_in_force(suite):
         [
             "gb10check: inventory inv.toml",
             "gb10check: nodes here (rank 0, local)",
-            "gb10check: ssh connect_timeout=5s host_key_policy=known_hosts; command_timeout=10s; reports out",
+            "gb10check: ssh connect_timeout=5s host_key_policy=known_hosts; command_timeout=10s "
+            "nvidia_smi_timeout=10s docker_run_timeout=120s; reports out",
             "gb10check: hints builtin",
         ]
     )
