@@ -32,16 +32,15 @@ from typing import Any
 import tomli_w
 
 from gb10check.errors import SimError
-from sim import deploy, netns
+from sim import netns
+from sim.node_files import PROJECT_ROOT, SSHD, SimNode, write_node_files
 from sim.scenario import Scenario, merge
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
 RUN_ROOT = Path("/run/gb10sim")
 NS_PREFIX = "gb10sim-"
 LAN_NETDEV = "enP7s7"
 REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
-SSHD = "/usr/sbin/sshd"
 
 
 def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
@@ -116,21 +115,6 @@ def clean_stale(everything: bool = False) -> list[str]:
 
 
 @dataclass
-class SimNode:
-    name: str
-    rank: int
-    ns: str
-    dir: Path
-    lan_address: str
-    spec: dict[str, Any]
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def lan_ip(self) -> str:
-        return str(ipaddress.ip_interface(self.lan_address).ip)
-
-
-@dataclass
 class SimCluster:
     scenario: Scenario
     owner: str = field(default_factory=lambda: str(os.getpid()))
@@ -194,7 +178,7 @@ class SimCluster:
                 self.nodes.append(node)
                 _sh("ip", "netns", "add", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", "lo", "up")
-                self._write_node_files(node)
+                write_node_files(node, self.scenario, self.inventory_data, self.dir)
             self._wire()
             for node in self.nodes:
                 if not node.spec.get("powered_off"):
@@ -207,178 +191,6 @@ class SimCluster:
             self.down()
             raise
         return self.inventory_path
-
-    def _write_node_files(self, node: SimNode) -> None:
-        d = node.dir
-        spec = node.spec
-        (d / "bin").mkdir(parents=True)
-        driver = {"kernel": "580.173.02", "userspace": "580.173.02", "cuda": "13.0", **spec.get("driver", {})}
-        driver.setdefault("installed", driver["userspace"])
-        ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in self.scenario.links.items()]
-        ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in self.scenario.data.get("unused_ports", {}).items()]
-        ports.sort(key=lambda p: p["rdma_device"].lower())
-        state = {
-            "node": node.name,
-            "driver": driver,
-            "gpu_uuid": spec.get("gpu_uuid", "GPU-00000000-0000-0000-0000-000000000000"),
-            "rdma_ports": ports,
-            "stubs": spec.get("stubs", []),
-            "docker": self._docker_state(node),
-        }
-        (d / "state.json").write_text(json.dumps(state, indent=2))
-        self._write_deployment(node)
-        for tool in ("nvidia-smi", "ibdev2netdev", "modinfo", "docker"):
-            stub = d / "bin" / tool
-            stub.write_text(
-                f"#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / 'sim' / 'stub.py'} "
-                f'{d / "state.json"} {tool} "$@"\n'
-            )
-            stub.chmod(0o755)
-        # fake /sys: infiniband ports and the nvidia module
-        sysdir = d / "sys"
-        for port in ports:
-            pdir = sysdir / "class" / "infiniband" / port["rdma_device"] / "ports" / "1"
-            pdir.mkdir(parents=True)
-            (pdir / "link_layer").write_text("Ethernet\n")
-        if driver.get("kernel"):
-            (sysdir / "module" / "nvidia").mkdir(parents=True)
-            (sysdir / "module" / "nvidia" / "version").write_text(driver["kernel"] + "\n")
-            (d / "proc_driver" / "nvidia").mkdir(parents=True)
-            (d / "proc_driver" / "nvidia" / "version").write_text(
-                f"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  {driver['kernel']}  Release Build  "
-                f"(dvs-builder@U22-I3-AF03-09-1)  Tue Jun 23 08:38:17 UTC 2026\n"
-                "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04.1)\n"
-            )
-        else:
-            (d / "proc_driver").mkdir()
-        meminfo = {
-            "MemTotal": 124958720,
-            "MemFree": 118400000,
-            "MemAvailable": 120100000,
-            **spec.get("meminfo", {}),
-        }
-        (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in meminfo.items()))
-        # sshd: its own host key, key-only root login, the stubs first on PATH
-        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(d / "host_key"))
-        (d / "sshd_config").write_text(
-            "\n".join(
-                [
-                    "Port 22",
-                    "ListenAddress 0.0.0.0",
-                    f"HostKey {d / 'host_key'}",
-                    "PidFile none",
-                    f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
-                    "PubkeyAuthentication yes",
-                    "PasswordAuthentication no",
-                    "KbdInteractiveAuthentication no",
-                    "PermitRootLogin prohibit-password",
-                    "UsePAM no",
-                    "StrictModes no",
-                    "PrintMotd no",
-                    "MaxStartups 50",
-                    "MaxSessions 50",
-                    "LogLevel INFO",
-                    f"SetEnv GB10SIM_NODE={node.name}",
-                    "",
-                ]
-            )
-        )
-        hostname = spec.get("hostname", node.name)
-        ufw = self._ufw_commands(node)
-        # Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh
-        (d / "boot.sh").write_text(
-            f"""set -e
-hostname {hostname}
-mkdir -p {d}/realsys
-mount --bind /sys {d}/realsys
-mount -t tmpfs -o mode=755 gb10sim-sys /sys
-cp -a {sysdir}/. /sys/
-mkdir -p /sys/class/net /sys/devices /sys/fs
-mount --rbind {d}/realsys/class/net /sys/class/net
-mount --rbind {d}/realsys/devices /sys/devices
-mount --rbind {d}/realsys/fs /sys/fs
-mount -t tmpfs -o mode=755 gb10sim-driver /proc/driver
-cp -a {d}/proc_driver/. /proc/driver/
-mount --bind {d}/meminfo /proc/meminfo
-mount --bind {d}/bin /usr/local/bin
-mkdir -p {d}/etc-work
-mount -t overlay gb10sim-etc -o lowerdir=/etc,upperdir={d}/fs/etc,workdir={d}/etc-work /etc
-mount --bind {d}/fs/home /home
-{ufw}
-exec {SSHD} -D -e -f {d}/sshd_config
-"""
-        )
-
-    def _docker_state(self, node: SimNode) -> dict[str, Any]:
-        """What the node's docker stub knows: images (same layers everywhere, IDs per node, as after
-        `docker load`), the vLLM container if it exists, cgroup set-up, and the GPU runtime."""
-        deployment = self.inventory_data.get("deployment", {})
-        layers = [f"sha256:{deploy.digest(f'layer-{i}')}" for i in range(6)]
-        state: dict[str, Any] = {
-            "images": [
-                {
-                    "tags": [deployment.get("image", "vllm/vllm-openai:qwen38-flash-next")],
-                    "id": f"sha256:{deploy.digest(f'image-{node.name}')}",
-                    "layers": layers,
-                    "arch": "arm64",
-                }
-            ],
-            "container": None,
-            "gpu": "ok",
-            "cgroup_driver": "systemd",
-            "cgroup_version": "2",
-        }
-        return merge(state, node.spec.get("docker", {}))
-
-    def _write_deployment(self, node: SimNode) -> None:
-        """The node's files, under its own root folder: compose, .env, HF cache, netplan, /etc/passwd
-        (naming the login account), ~/.ssh for the QSFP mesh."""
-        spec, fs = node.spec, node.dir / "fs"
-        inv_data = self.inventory_data
-        dep, service = inv_data.get("deployment", {}), inv_data.get("service", {})
-        links = list(self.scenario.links.items())
-        users = spec.get("users", ["lenovo"])
-        ssh_dir = fs / "home" / users[0] / ".ssh"  # the home of the node's first uid-0 name (what ssh reads)
-        for sub in (fs / "etc", ssh_dir):
-            sub.mkdir(parents=True, exist_ok=True)
-        if dep:
-            edits = self.scenario.data.get("deployment", {}).get("compose_edits", []) + spec.get("compose_edits", [])
-            deploy.place(fs, dep["compose_file"]).write_text(deploy.render_compose(edits))
-            env = {
-                "MODEL_ID": service.get("model", ""),
-                "NODE_RANK": str(node.rank),
-                "VLLM_HOST_IP": links[0][1]["addresses"][node.name].split("/")[0] if links else "",
-                **spec.get("env", {}),
-            }
-            deploy.place(fs, dep["env_file"]).write_text(deploy.render_env(env))
-            if service.get("model") and not spec.get("hf", {}).get("absent"):
-                hf = merge(self.scenario.data.get("deployment", {}).get("hf", {}), spec.get("hf", {}))
-                folder = fs / dep["hf_cache"].lstrip("/") / "hub" / ("models--" + service["model"].replace("/", "--"))
-                deploy.build_hf_cache(folder, service["model"], hf)
-        netplan = spec.get("netplan", {})
-        plan = {
-            netdev: ("link-local" if i == 0 else link["addresses"][node.name])
-            for i, (netdev, link) in enumerate(links)
-            if netdev not in netplan.get("omit", [])
-        }
-        path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
-        path.write_text(deploy.render_netplan(plan))
-        path.chmod(int(str(netplan.get("mode", "600")), 8))
-        deploy.write_passwd(fs / "etc" / "passwd", users)
-        if spec.get("ssh_key", True):
-            shutil.copy2(self.dir / "client_key", ssh_dir / "id_ed25519")
-
-    def _ufw_commands(self, node: SimNode) -> str:
-        """Real ufw, run in the node's namespaces at boot: rules into its own /etc/ufw (the overlay)."""
-        ufw = node.spec.get("ufw", {})
-        if not ufw.get("enabled"):
-            return ""
-        lines = ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
-        lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
-        lines.append("ufw --force enable >/dev/null")
-        if not ufw.get("enabled_on_boot", True):
-            lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
-        return "\n".join(lines)
 
     def _wire(self) -> None:
         by_name = {n.name: n for n in self.nodes}
