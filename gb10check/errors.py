@@ -47,10 +47,11 @@ def excerpt(text: str, limit: int = 300) -> str:
 class ParseError(GB10Error):
     hint_ids = ("unexpected-output",)
 
-    def __init__(self, what: str, detail: str, text: str) -> None:
+    def __init__(self, what: str, detail: str, text: str, *, hint_ids: tuple[str, ...] = ()) -> None:
         self.what = what
         self.text = text
-        super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}")
+        # a parser that recognises the tool's own error text names the hint for it
+        super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}", hint_ids=hint_ids)
 
 
 class ToolMissing(GB10Error):

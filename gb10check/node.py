@@ -69,7 +69,9 @@ class Snapshot:
             return parser(text)
         except ParseError as exc:
             if res.rc not in tuple(accept_rc):
-                raise ParseError(exc.what, f"exit status {res.rc}, stderr {res.stderr.strip()[:200]!r}", text) from exc
+                raise ParseError(
+                    exc.what, f"exit status {res.rc}, stderr {res.stderr.strip()[:200]!r}", text, hint_ids=exc.hint_ids
+                ) from exc
             raise
 
 

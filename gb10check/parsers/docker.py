@@ -17,9 +17,14 @@ _NO_DAEMON = re.compile(r"Cannot connect to the Docker daemon", re.IGNORECASE)
 
 def _json(text: str, what: str) -> Any:
     if _DENIED.search(text):
-        raise ParseError(what, "the deployment user may not use docker (not in the docker group?)", text)
+        raise ParseError(
+            what,
+            "the deployment user may not use docker (not in the docker group?)",
+            text,
+            hint_ids=("docker-permission-denied",),
+        )
     if _NO_DAEMON.search(text):
-        raise ParseError(what, "the Docker daemon is not running", text)
+        raise ParseError(what, "the Docker daemon is not running", text, hint_ids=("docker-daemon-down",))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -266,6 +266,22 @@ def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
     assert "`docker` is not installed or not on PATH" in run.junit[f"{GPU}[{R1}]"]["message"]
 
 
+def test_docker_daemon_down_is_named_as_such(tmp_path):
+    """The docker CLI answers, the daemon does not: the parser knows the text and names its hint."""
+    scenario = tmp_path / "docker-down.toml"
+    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-32.docker]\ndaemon = "down"\n')
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    failed = run.failed()
+    assert set(failed) == {
+        f"{GPU}[{R1}]",
+        f"{P}test_docker.py::test_docker_memory_accounting[{R1}]",
+        f"{P}test_image.py::test_image_present[{R1}]",
+        f"{P}test_image.py::test_image_layers_identical",
+        f"{P}test_memory.py::test_memory_free_before_start[{R1}]",
+    }, run.out
+    assert all(hints == {"docker-daemon-down"} for hints in failed.values()), failed
+
+
 def test_hung_tool_is_a_timeout_verdict_not_a_hung_suite(tmp_path):
     scenario = tmp_path / "hung-smi.toml"
     scenario.write_text('base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n')

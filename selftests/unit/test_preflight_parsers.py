@@ -17,6 +17,7 @@ from gb10check.parsers.docker import (
     parse_container_inspect,
     parse_docker_info,
     parse_image_inspect,
+    parse_image_list,
 )
 from gb10check.parsers.framed import FileRead, parse_framed_files
 from gb10check.parsers.hfcache import (
@@ -273,3 +274,25 @@ def test_empty_garbage_or_truncated_output_is_a_parse_error_with_the_excerpt(nam
         parser(text)
     if text.strip():  # the offending output is quoted
         assert text.strip().splitlines()[0][:15] in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "hint"),
+    [
+        (
+            "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: "
+            'Head "http://%2Fvar%2Frun%2Fdocker.sock/_ping": '
+            "dial unix /var/run/docker.sock: connect: permission denied",
+            "docker-permission-denied",
+        ),
+        (
+            "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+            "docker-daemon-down",
+        ),
+    ],
+)
+def test_docker_client_errors_name_their_hint(stderr, hint):
+    for parser in (parse_docker_info, parse_image_inspect, parse_container_inspect, parse_image_list):
+        with pytest.raises(ParseError) as info:
+            parser(stderr + "\n")
+        assert info.value.hint_ids == (hint,)
