@@ -208,12 +208,26 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
         shutil.copy2(cluster_dir / "client_key", ssh_dir / "id_ed25519")
 
 
+UFW_UNIT_LINK = "/etc/systemd/system/multi-user.target.wants/ufw.service"
+
+
 def _ufw_commands(node: SimNode) -> str:
-    """Real ufw, run in the node's namespaces at boot: rules into its own /etc/ufw (the overlay)."""
+    """Real ufw, run in the node's namespaces at boot: rules into its own /etc/ufw (the overlay).
+
+    The ufw.service link is set in the node's own /etc too, so the real `systemctl is-enabled`
+    answers from the scenario, not from this machine's set-up.
+    """
     ufw = node.spec.get("ufw", {})
+    if ufw.get("unit", "enabled") == "enabled":
+        lines = [
+            f"mkdir -p {UFW_UNIT_LINK.rsplit('/', 1)[0]}",
+            f"ln -sf /lib/systemd/system/ufw.service {UFW_UNIT_LINK}",
+        ]
+    else:
+        lines = [f"rm -f {UFW_UNIT_LINK}"]
     if not ufw.get("enabled"):
-        return ""
-    lines = ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
+        return "\n".join(lines)
+    lines += ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
     lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
     lines.append("ufw --force enable >/dev/null")
     if not ufw.get("enabled_on_boot", True):

@@ -266,6 +266,16 @@ def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
     assert "`docker` is not installed or not on PATH" in run.junit[f"{GPU}[{R1}]"]["message"]
 
 
+def test_ufw_unit_disabled_is_not_persistent(tmp_path):
+    """ENABLED=yes but ufw.service disabled: the real systemctl, reading the node's own unit links."""
+    scenario = tmp_path / "unit-off.toml"
+    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-30.ufw]\nunit = "disabled"\n')
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    after_reboot = f"{P}test_firewall.py::test_firewall_after_reboot[{R0}]"
+    assert run.failed() == {after_reboot: {"ufw-not-persistent"}}, run.out
+    assert "ufw.conf ENABLED=yes, ufw.service disabled" in run.junit[after_reboot]["message"]
+
+
 def test_docker_daemon_down_is_named_as_such(tmp_path):
     """The docker CLI answers, the daemon does not: the parser knows the text and names its hint."""
     scenario = tmp_path / "docker-down.toml"
