@@ -20,6 +20,8 @@ def _last_line(text):
 
 @pytest.mark.hints("ssh-qsfp-denied")
 def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
+    if not inventory.links:
+        pytest.skip("the inventory lists no QSFP links to log in over")
     rank0 = inventory.api_node.name
     snap = cluster.snapshot(rank0)
     failed, unreachable = [], True
