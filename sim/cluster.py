@@ -53,6 +53,11 @@ def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.Com
     return proc
 
 
+def _last_arg(proc: subprocess.Popen[bytes]) -> str:
+    args = proc.args
+    return str(args[-1]) if isinstance(args, list | tuple) else str(args)
+
+
 def why_not_available() -> str | None:
     """None when this machine can run the sim, else the reason (for skips and --sim errors)."""
     if os.geteuid() != 0:
@@ -365,7 +370,7 @@ class SimCluster:
         worker.start()
         worker.join()
         if pending:
-            logs = "; ".join(f"{p.args[-1]}: rc={p.poll()}" for p in self.processes if p.poll() is not None)
+            logs = "; ".join(f"{_last_arg(p)}: rc={p.poll()}" for p in self.processes if p.poll() is not None)
             raise SimError(f"simulated cluster not ready within {timeout:g} s: {', '.join(pending)} {logs}".strip())
 
     # -- teardown ---------------------------------------------------------------------------

@@ -12,6 +12,10 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # stdlib-only and started often: no typing import at run time
+    from typing import Any
 
 # the real table has 7 trailing spaces after the date
 GB10_TABLE = (
@@ -50,7 +54,7 @@ def _nvml_short(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def nvidia_smi(state: dict, args: list[str]) -> tuple[str, str, int]:
+def nvidia_smi(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     drv = state["driver"]
     if not drv.get("kernel"):
         return NO_DRIVER, "", 9
@@ -79,7 +83,7 @@ def nvidia_smi(state: dict, args: list[str]) -> tuple[str, str, int]:
     return "", f"Invalid combination of input arguments: {joined}\n", 2
 
 
-def ibdev2netdev(state: dict, args: list[str]) -> tuple[str, str, int]:
+def ibdev2netdev(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     lines = []
     for port in state["rdma_ports"]:
         try:
@@ -91,7 +95,7 @@ def ibdev2netdev(state: dict, args: list[str]) -> tuple[str, str, int]:
     return "\n".join(lines) + "\n", "", 0
 
 
-def modinfo(state: dict, args: list[str]) -> tuple[str, str, int]:
+def modinfo(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     """`modinfo -F version nvidia`: the module installed on disk (what the next boot loads)."""
     installed = state["driver"].get("installed") or state["driver"].get("userspace")
     if args[-1:] != ["nvidia"] or not installed:
@@ -121,12 +125,12 @@ GPU_NVML_MISMATCH = (
 )
 
 
-def _image(state: dict, ref: str) -> dict | None:
+def _image(state: dict[str, Any], ref: str) -> dict[str, Any] | None:
     ref = ref if ":" in ref.rsplit("/", 1)[-1] else ref + ":latest"
     return next((i for i in state["docker"]["images"] if ref in i["tags"]), None)
 
 
-def _gpu_list(state: dict) -> tuple[str, str, int]:
+def _gpu_list(state: dict[str, Any]) -> tuple[str, str, int]:
     """`nvidia-smi -L` inside a container: the same driver, so a node whose nvidia-smi hangs hangs here too."""
     for override in state.get("stubs", []):
         if override["tool"] == "nvidia-smi" and override.get("delay"):
@@ -140,7 +144,7 @@ def _gpu_list(state: dict) -> tuple[str, str, int]:
     return f"GPU 0: NVIDIA GB10 (UUID: {state['gpu_uuid']})\n", "", 0
 
 
-def docker(state: dict, args: list[str]) -> tuple[str, str, int]:
+def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     d = state["docker"]
     if d.get("daemon") == "down":
         return (
@@ -205,8 +209,8 @@ def docker(state: dict, args: list[str]) -> tuple[str, str, int]:
         }
         return json.dumps([body], indent=4) + "\n", "", 0
     if words[:1] == ["run"]:
-        image = next((w for w in words[1:] if _image(state, w)), None)
-        if image is None:
+        ref = next((w for w in words[1:] if _image(state, w)), None)
+        if ref is None:
             return "", "docker: Error response from daemon: No such image: " + words[-2] + "\n", 125
         return _gpu_list(state)
     if words[:1] == ["exec"]:
