@@ -60,7 +60,8 @@ class Snapshot:
             )
         if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
             raise PrivilegeRequired(
-                f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}"
+                f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}; "
+                "run the suite as root there, or allow `sudo -n` (sudo = true and a NOPASSWD rule)"
             )
         if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
             raise MissingFile(f"{self.node}: {res.stderr.strip()[:300]}")

@@ -19,6 +19,11 @@ class Probe:
     name: str
     command: str
     timeout: float | None = None  # None: the inventory's thresholds.command_timeout
+    display: str = ""  # how messages show it, when the command is a wrapper (root reads); "": the command
+
+    @property
+    def shown(self) -> str:
+        return self.display or self.command
 
 
 def new_boundary() -> str:
@@ -76,7 +81,7 @@ def split_output(
         if match:
             rc = int(match["rc"])
             results[p.name] = CommandResult(
-                p.command,
+                p.shown,
                 rc,
                 _strip_added_newline(match["out"]),
                 _strip_added_newline(match["err"]),
@@ -86,6 +91,6 @@ def split_output(
             continue
         partial = re.search(rf"^{b} begin {n}\n(?P<out>.*?)(?=^{b} |\Z)", stdout, re.DOTALL | re.MULTILINE)
         results[p.name] = CommandResult(
-            p.command, None, partial["out"] if partial else "", "", total_duration, timed_out=True
+            p.shown, None, partial["out"] if partial else "", "", total_duration, timed_out=True
         )
     return results

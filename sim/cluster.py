@@ -154,7 +154,8 @@ class SimCluster:
         atexit.register(self.down)
         self._up = True
         try:
-            self.dir.mkdir(parents=True, mode=0o700)
+            self.dir.mkdir(parents=True)
+            self.dir.chmod(0o711)  # an unprivileged login must reach its node's stubs; no listing
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
             _sh(
                 "ssh-keygen",
@@ -325,8 +326,9 @@ class SimCluster:
                 "transport": "ssh",
                 "host": n.lan_ip,
                 "port": 22,
-                "user": "root",
+                "user": n.spec.get("users", ["lenovo"])[0] if n.spec.get("unprivileged") else "root",
                 "key": str(self.dir / "client_key"),
+                **({"sudo": n.spec["sudo"]} if "sudo" in n.spec else {}),
             }
             for n in self.nodes
         ]

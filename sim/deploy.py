@@ -128,9 +128,21 @@ def render_netplan(links: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_passwd(path: Path, users: list[str]) -> None:
-    """The node's /etc/passwd: `users` first, all uid 0 (the first is what `id -un` prints), then the
-    machine's own entries. The suite logs in as root; the node calls that account users[0]."""
-    own = Path("/etc/passwd").read_text(encoding="utf-8")
-    extra = "".join(f"{u}:x:0:0:{u}:/home/{u}:/bin/sh\n" for u in users)
-    path.write_text(extra + own)
+UNPRIVILEGED_UID = 1000
+
+
+def write_passwd(etc: Path, users: list[str], unprivileged: bool = False) -> None:
+    """The node's /etc/passwd and /etc/group: `users` first, then the machine's own entries.
+
+    Normally all of `users` are uid 0: the suite logs in as root and the node calls that account
+    users[0] (what `id -un` prints). With `unprivileged`, users[0] is an ordinary account (uid
+    1000, its own group) and the suite logs in as it.
+    """
+    lines = [f"{u}:x:0:0:{u}:/home/{u}:/bin/sh\n" for u in users]
+    groups = ""
+    if unprivileged:
+        name, uid = users[0], UNPRIVILEGED_UID
+        lines[0] = f"{name}:x:{uid}:{uid}:{name}:/home/{name}:/bin/sh\n"
+        groups = f"{name}:x:{uid}:\n"
+    (etc / "passwd").write_text("".join(lines) + Path("/etc/passwd").read_text(encoding="utf-8"))
+    (etc / "group").write_text(groups + Path("/etc/group").read_text(encoding="utf-8"))

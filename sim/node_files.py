@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from sim.scenario import Scenario, merge
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SSHD = "/usr/sbin/sshd"
+# the stubs are stdlib-only: the system interpreter, which an unprivileged login can run too
+STUB_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
 def _sh(*args: str) -> None:
@@ -49,6 +52,7 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
     d = node.dir
     spec = node.spec
     (d / "bin").mkdir(parents=True)
+    shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
     driver = {"kernel": "580.173.02", "userspace": "580.173.02", "cuda": "13.0", **spec.get("driver", {})}
     driver.setdefault("installed", driver["userspace"])
     ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in scenario.links.items()]
@@ -66,10 +70,7 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
     _write_deployment(node, scenario, inventory_data, cluster_dir)
     for tool in ("nvidia-smi", "ibdev2netdev", "modinfo", "docker"):
         stub = d / "bin" / tool
-        stub.write_text(
-            f"#!/bin/sh\nexec {sys.executable} -I -S {PROJECT_ROOT / 'sim' / 'stub.py'} "
-            f'{d / "state.json"} {tool} "$@"\n'
-        )
+        stub.write_text(f'#!/bin/sh\nexec {STUB_PYTHON} -I -S {d / "stub.py"} {d / "state.json"} {tool} "$@"\n')
         stub.chmod(0o755)
     # fake /sys: infiniband ports and the nvidia module
     sysdir = d / "sys"
@@ -104,7 +105,8 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
                 "ListenAddress 0.0.0.0",
                 f"HostKey {d / 'host_key'}",
                 "PidFile none",
-                f"AuthorizedKeysFile {cluster_dir / 'authorized_keys'}",
+                # root reads the cluster's file; an unprivileged login its own ~/.ssh/authorized_keys
+                f"AuthorizedKeysFile {cluster_dir / 'authorized_keys'} .ssh/authorized_keys",
                 "PubkeyAuthentication yes",
                 "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no",
@@ -177,7 +179,7 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
     dep, service = inv_data.get("deployment", {}), inv_data.get("service", {})
     links = list(scenario.links.items())
     users = spec.get("users", ["lenovo"])
-    ssh_dir = fs / "home" / users[0] / ".ssh"  # the home of the node's first uid-0 name (what ssh reads)
+    ssh_dir = fs / "home" / users[0] / ".ssh"  # the home of the node's first name (what ssh reads)
     for sub in (fs / "etc", ssh_dir):
         sub.mkdir(parents=True, exist_ok=True)
     if dep:
@@ -203,9 +205,13 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
     path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
     path.write_text(deploy.render_netplan(plan))
     path.chmod(int(str(netplan.get("mode", "600")), 8))
-    deploy.write_passwd(fs / "etc" / "passwd", users)
+    deploy.write_passwd(fs / "etc", users, unprivileged=bool(spec.get("unprivileged")))
     if spec.get("ssh_key", True):
         shutil.copy2(cluster_dir / "client_key", ssh_dir / "id_ed25519")
+    if spec.get("unprivileged"):  # the suite logs in as this account: its own keys, its own home
+        shutil.copy2(cluster_dir / "authorized_keys", ssh_dir / "authorized_keys")
+        for path in [fs / "home" / users[0], *(fs / "home" / users[0]).rglob("*")]:
+            os.chown(path, deploy.UNPRIVILEGED_UID, deploy.UNPRIVILEGED_UID, follow_symlinks=False)
 
 
 UFW_UNIT_LINK = "/etc/systemd/system/multi-user.target.wants/ufw.service"

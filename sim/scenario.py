@@ -29,6 +29,8 @@ NODE_KEYS = {
     "hf",
     "ssh_key",
     "compose_edits",
+    "unprivileged",
+    "sudo",
 }
 TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory"}
 STUB_KEYS = {"tool", "match", "stdout", "stderr", "rc", "delay"}
