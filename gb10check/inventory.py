@@ -67,6 +67,10 @@ class Link(_Strict):
                 raise ValueError(f'{node} = {addr!r} needs a prefix length, like "{addr}/16"')
         return value
 
+    def ip(self, node: str) -> str:
+        """The node's address on this link, without the prefix length."""
+        return str(ipaddress.ip_interface(self.addresses[node]).ip)
+
 
 class Service(_Strict):
     base_url: str = Field(pattern=r"^https?://")

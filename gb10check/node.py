@@ -46,11 +46,10 @@ class Snapshot:
             raise self.error
         return self.results[probe]
 
-    def parsed(self, probe: str, parser: Callable[[str], T], *, accept_rc: Iterable[int] = (0,)) -> T:
-        """Parse a probe's stdout. Timeouts, missing tools and unexpected exits raise, never pass."""
+    def ran(self, probe: str) -> CommandResult:
+        """The probe's result, raising when its tool is not there (no evidence either way).
+        A timeout is returned: some checks judge it themselves."""
         res = self.raw(probe)
-        if res.timed_out:
-            raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
         if res.rc == 127:  # sh: the command was not found
             named = _NOT_FOUND.search(res.stderr)
             tool = f"`{named['tool']}` is" if named else "a tool it runs is"
@@ -58,6 +57,13 @@ class Snapshot:
                 f"{self.node}: {tool} not installed or not on PATH (needed for `{res.command[:120]}`): "
                 f"{res.stderr.strip()[:200]}"
             )
+        return res
+
+    def parsed(self, probe: str, parser: Callable[[str], T], *, accept_rc: Iterable[int] = (0,)) -> T:
+        """Parse a probe's stdout. Timeouts, missing tools and unexpected exits raise, never pass."""
+        res = self.ran(probe)
+        if res.timed_out:
+            raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
         if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
             raise PrivilegeRequired(
                 f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}; "

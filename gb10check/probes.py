@@ -95,11 +95,11 @@ def _ssh_mesh(inventory: inv.Inventory, this: inv.Node) -> list[Probe]:
         Probe(
             ssh_probe(peer, link.netdev),
             f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
-            f"-o PasswordAuthentication=no {shlex.quote(addr.split('/')[0])} true",
+            f"-o PasswordAuthentication=no {shlex.quote(link.ip(peer))} true",
             timeout=float(timeout + 5),
         )
         for link in inventory.links
-        for peer, addr in link.addresses.items()
+        for peer in link.addresses
         if peer != this.name
     ]
 

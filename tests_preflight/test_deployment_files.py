@@ -12,7 +12,7 @@ pytestmark = pytest.mark.preflight
 
 def _qsfp_address(inventory, name):
     """The node's address on the first link: the control plane (Gloo/TCP) and VLLM_HOST_IP."""
-    return inventory.links[0].addresses[name].split("/")[0] if inventory.links else None
+    return inventory.links[0].ip(name) if inventory.links else None
 
 
 def _non_empty(text):

@@ -26,7 +26,7 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
     snap = cluster.snapshot(rank0)
     failed, unreachable = [], True
     for link in inventory.links:
-        ip = link.addresses[peer].split("/")[0]
+        ip = link.ip(peer)
         res = snap.raw(ssh_probe(peer, link.netdev))
         if res.timed_out:
             failed.append(f"{link.netdev} {ip}: no answer within {res.duration:.0f} s")
