@@ -3,6 +3,8 @@
     GB10Error
     ├── InventoryError        cluster.toml missing or invalid (a setup problem, not a cluster fault)
     ├── HintCatalogueError    a hints file is malformed
+    ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
+    ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
     ├── ParseError            a tool printed something its parser does not recognise
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
@@ -20,14 +22,20 @@ which the pytest plugin turns into troubleshooting text.
 
 from __future__ import annotations
 
+from gb10check.redact import redact
+
 
 class GB10Error(Exception):
     hint_ids: tuple[str, ...] = ()
 
-    def __init__(self, message: str, *, hint_ids: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
+    ) -> None:
+        super().__init__(redact(message))  # every message may quote a node's output
         if hint_ids:
             self.hint_ids = hint_ids
+        # fields for the hint's commands (gb10check/hint_context.py): the command that hung, the missing file
+        self.context = dict(context or {})
 
 
 class InventoryError(GB10Error):
@@ -38,8 +46,25 @@ class HintCatalogueError(GB10Error):
     pass
 
 
+class ReportsUnwritable(GB10Error):
+    pass
+
+
+class InputFileError(GB10Error):
+    pass
+
+
+def clip(text: str, limit: int = 300) -> str:
+    """At most `limit` characters: the start (what failed) and the end (why), an ellipsis between."""
+    if len(text) <= limit:
+        return text
+    head = max(limit * 2 // 3, limit - 80)
+    return f"{text[:head]} ... [{len(text) - limit} chars] ... {text[len(text) - (limit - head) :]}"
+
+
 def excerpt(text: str, limit: int = 300) -> str:
-    """A bounded, single-quoted view of raw output for error messages."""
+    """A bounded, redacted, single-quoted view of raw output for error messages."""
+    text = redact(text)
     text = text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
     return repr(text)
 
@@ -52,6 +77,7 @@ class ParseError(GB10Error):
         self.text = text
         # a parser that recognises the tool's own error text names the hint for it
         super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}", hint_ids=hint_ids)
+        self.context = {}
 
 
 class ToolMissing(GB10Error):

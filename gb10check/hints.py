@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from gb10check.errors import HintCatalogueError
+from gb10check.hint_context import FIELDS, Context, fields_in, render_command
+from gb10check.textfile import read_text
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_ANGLE = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
 _FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
 
 
@@ -28,9 +31,18 @@ class Hint:
     def one_line(self) -> str:
         return f"[{self.id}] {self.title}. Fix: {self.fix}"
 
-    def render(self) -> str:
+    def render(self, contexts: Sequence[Context] = ()) -> str:
+        """Title, cause, fix and the commands filled for each failure's context (node, files):
+        a command the same for all is printed once, one that differs once per node."""
         lines = [f"[{self.id}] {self.title}", f"  cause: {self.cause}", f"  fix:   {self.fix}"]
-        lines += [f"    $ {c}" for c in self.commands]
+        for template in self.commands:
+            filled = [(str(ctx.get("node", "")), render_command(template, ctx)) for ctx in contexts or [{}]]
+            filled = [(node, cmds) for node, cmds in filled if cmds]
+            if len({tuple(cmds) for _, cmds in filled}) == 1:
+                lines += [f"    $ {c}" for c in filled[0][1]]
+                continue
+            for node, cmds in dict.fromkeys((n, tuple(c)) for n, c in filled):
+                lines += [f"    $ {c}" + (f"   # on {node}" if node else "") for c in cmds]
         return "\n".join(lines)
 
 
@@ -51,6 +63,17 @@ def _entry(hint_id: str, raw: object, source: str) -> Hint:
     for key in ("commands", "symptoms"):
         if not all(isinstance(item, str) and item for item in raw[key]):
             raise HintCatalogueError(f"{where}: every item of '{key}' must be a non-empty string")
+    for command in raw["commands"]:
+        unknown = sorted(set(fields_in(command)) - set(FIELDS))
+        if unknown:
+            raise HintCatalogueError(
+                f"{where}: command {command!r} names unknown field(s) {unknown}; known: {', '.join(sorted(FIELDS))}"
+            )
+        if _ANGLE.search(command):
+            raise HintCatalogueError(
+                f"{where}: command {command!r} has a placeholder to fill by hand; name a field in braces instead "
+                f"({', '.join(sorted(FIELDS))})"
+            )
     patterns = []
     for pattern in raw["symptoms"]:
         try:
@@ -86,7 +109,7 @@ class Catalogue:
         hints = parse_catalogue(builtin, "gb10check/hints.toml")
         for path in extra_files:
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                text = read_text(Path(path), "the hints file")
             except OSError as exc:
                 raise HintCatalogueError(f"--hints {path}: cannot read: {exc.strerror}") from exc
             hints.update(parse_catalogue(text, str(path)))

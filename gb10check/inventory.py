@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gb10check.errors import InventoryError
+from gb10check.errors import InventoryError, clip
+from gb10check.textfile import read_text
 
 ENV_VAR = "GB10_CLUSTER"
 DEFAULT_PATH = "cluster.toml"
@@ -147,7 +148,7 @@ def _loc(loc: tuple[int | str, ...], data: Any) -> str:
     for part in loc:
         if isinstance(part, int):
             name = node[part].get("name") if isinstance(node, list | tuple) and isinstance(node[part], dict) else None
-            out += f"[{part}]" + (f" (name = {name!r})" if name else "")
+            out += f"[{part}]" + (f" (name = {clip(repr(name), 40)})" if name else "")
         else:
             out += ("." if out else "") + str(part)
         try:
@@ -163,10 +164,17 @@ def _describe(error: Any, data: Any) -> str:
         return f"key '{where}' is not known (misspelt?)"
     if error["type"] == "missing":
         return f"key '{where}' is required"
-    msg = error["msg"].removeprefix("Value error, ")
+    msg = str(error["msg"]).removeprefix("Value error, ")
     got = error.get("input")
-    shown = "" if isinstance(got, dict | list) else f" (found {got!r})"
+    if where == "(top level)":  # a check across keys: its message names them
+        return msg
+    shown = "" if isinstance(got, dict | list) else f" (found {clip(repr(got), 80)})"
     return f"'{where}': {msg}{shown}"
+
+
+def validation_problems(exc: ValidationError, data: Any) -> str:
+    """pydantic's errors as lines naming each key (shared with the sim's scenario files)."""
+    return "\n".join(f"  - {_describe(e, data)}" for e in exc.errors())
 
 
 def parse_inventory(text: str, source: str) -> Inventory:
@@ -177,7 +185,7 @@ def parse_inventory(text: str, source: str) -> Inventory:
     try:
         return Inventory.model_validate({**data, "source": source})
     except ValidationError as exc:
-        problems = "\n".join(f"  - {_describe(e, data)}" for e in exc.errors())
+        problems = validation_problems(exc, data)
         raise InventoryError(
             f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values."
         ) from exc
@@ -190,20 +198,17 @@ then pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
 To try the suite without a cluster: pytest --sim   (the bundled simulated cluster; needs root)."""
 
 
-def resolve_path(cli: str | None, env: dict[str, str]) -> tuple[Path, str]:
-    """Where the inventory comes from: --cluster, else $GB10_CLUSTER, else ./cluster.toml."""
-    if cli:
-        return Path(cli).expanduser(), "--cluster"
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR]).expanduser(), f"${ENV_VAR}"
+def default_path() -> tuple[Path, str]:
+    """Where the inventory is when neither --cluster nor $GB10_CLUSTER names it (fixtures/settings.py
+    resolves those two)."""
     return Path(DEFAULT_PATH), "default"
 
 
 def load_inventory(path: Path, origin: str = "--cluster") -> Inventory:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "the inventory")
     except FileNotFoundError as exc:
         raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}")) from exc
     except OSError as exc:
-        raise InventoryError(f"{path}: cannot read the inventory: {exc.strerror}") from exc
+        raise InventoryError(f"{path}: cannot read the inventory: {exc.strerror or exc}") from exc
     return parse_inventory(text, str(path))

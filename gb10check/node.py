@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
 from gb10check import inventory as inv
+from gb10check import redact
 from gb10check.errors import (
     CommandTimeout,
     GB10Error,
@@ -18,7 +19,9 @@ from gb10check.errors import (
     PrivilegeRequired,
     ToolMissing,
     TransportError,
+    clip,
 )
+from gb10check.parallel import map_parallel
 from gb10check.probes import NO_SUDO, probes_for
 from gb10check.snapshot import Probe, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
@@ -26,6 +29,8 @@ from gb10check.transport import CommandResult, LocalTransport, SshTransport, Tra
 T = TypeVar("T")
 # dash: "sh: 1: docker: not found"; bash: "bash: line 1: docker: command not found"
 _NOT_FOUND = re.compile(r"(?P<tool>[\w./+-]+): (?:command )?not found")
+# cat: /home/x/.env: No such file or directory; find: '/home/x': No such file or directory
+_NO_SUCH_FILE = re.compile(r"(?:^|\s)'?(?P<path>/[^':\n]+)'?: No such file or directory")
 # sudo -n without a NOPASSWD rule, ufw run as a user, or the inventory forbidding sudo
 _REFUSED = re.compile(
     rf"^sudo: (a password is required|a terminal is required)|You need to be root to run this script"
@@ -43,7 +48,8 @@ class Snapshot:
     def raw(self, probe: str) -> CommandResult:
         """The probe's result; raises the node's transport error when there is no evidence."""
         if self.error is not None:
-            raise self.error
+            # a fresh copy per check: re-raising one stored exception grows its traceback with every check
+            raise copy.copy(self.error) from None
         return self.results[probe]
 
     def ran(self, probe: str) -> CommandResult:
@@ -63,14 +69,20 @@ class Snapshot:
         """Parse a probe's stdout. Timeouts, missing tools and unexpected exits raise, never pass."""
         res = self.ran(probe)
         if res.timed_out:
-            raise CommandTimeout(f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s")
+            raise CommandTimeout(
+                f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s",
+                context={"command": res.command},
+            )
         if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
             raise PrivilegeRequired(
                 f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}; "
                 "run the suite as root there, or allow `sudo -n` (sudo = true and a NOPASSWD rule)"
             )
         if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
-            raise MissingFile(f"{self.node}: {res.stderr.strip()[:300]}")
+            named = _NO_SUCH_FILE.search(res.stderr)
+            raise MissingFile(
+                f"{self.node}: {clip(res.stderr.strip())}", context={"path": named["path"]} if named else None
+            )
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
             return parser(text)
@@ -107,6 +119,10 @@ class Node:
                 self._snapshot = self._gather(self.probes)
             return self._snapshot
 
+    def taken(self) -> Snapshot | None:
+        """The snapshot if it was taken already (never starts one: for reports and hints)."""
+        return self._snapshot
+
     def _gather(self, probes: tuple[Probe, ...]) -> Snapshot:
         boundary = new_boundary()
         try:
@@ -116,7 +132,10 @@ class Node:
             )
         except TransportError as exc:
             return Snapshot(self.name, {}, error=exc)
-        return Snapshot(self.name, split_output(res.stdout, probes, boundary, res.duration))
+        results = split_output(res.stdout, probes, boundary, res.duration)
+        for result in results.values():  # .env, compose, container Env: hide their secrets everywhere from now on
+            redact.register_assigned(result.stdout)
+        return Snapshot(self.name, results)
 
     def run(self, command: str, timeout: float) -> CommandResult:
         return self.transport.run(command, timeout)
@@ -159,8 +178,7 @@ class ClusterNodes:
         """Every node's snapshot, in parallel, once per session (later calls return at once)."""
         with self._lock:
             if not self._gathered:
-                with ThreadPoolExecutor(max_workers=max(1, len(self.nodes))) as pool:
-                    list(pool.map(lambda n: n.snapshot(), self.nodes.values()))
+                map_parallel(Node.snapshot, self.nodes.values(), name="gb10check-snapshot")
                 self._gathered = True
 
     def snapshot(self, name: str) -> Snapshot:

@@ -16,6 +16,15 @@ from gb10check.snapshot import Probe
 NO_SUDO = "gb10check: needs root; the session is not root and the inventory sets sudo = false for this node"
 
 
+# The root-only reads, as sudo resolves them (secure_path): what a sudoers rule must name exactly.
+ROOT_READS = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules")
+
+
+def root_reads(netplan_files: list[str]) -> list[str]:
+    """Every root-only read of a node's snapshot, one per file: a sudoers rule without wildcards."""
+    return [*ROOT_READS, *(f"/usr/bin/cat {shlex.quote(path)}" for path in netplan_files)]
+
+
 def as_root(command: str, sudo: bool) -> str:
     fallback = f"sudo -n {command}" if sudo else f"echo {shlex.quote(NO_SUDO)} >&2; exit 126"
     return f'if [ "$(id -u)" = 0 ]; then {command}; else {fallback}; fi'

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gb10check.errors import ReportsUnwritable
+from gb10check.redact import redact
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Summary:
     rows: list[Row] = field(default_factory=list)
     transports: dict[str, dict[str, int]] = field(default_factory=dict)
     interrupted: bool = False
+    interruption: dict[str, str] = field(default_factory=dict)  # signal, during (stage or test id)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -54,10 +60,17 @@ class Summary:
             "inventory": self.inventory,
             "scenario": self.scenario,
             "interrupted": self.interrupted,
+            **({"interruption": self.interruption} if self.interrupted else {}),
             "counts": self.counts(),
             "transports": self.transports,
             "checks": [asdict(r) for r in self.rows],
         }
+
+    def _interrupted_note(self) -> str:
+        if not self.interrupted:
+            return ""
+        i = self.interruption
+        return f" (interrupted by {i.get('signal', 'a signal')} during {i.get('during')})"
 
     def to_markdown(self) -> str:
         counts = ", ".join(f"{n} {v}" for v, n in sorted(self.counts().items()))
@@ -66,7 +79,7 @@ class Summary:
             "",
             f"- inventory: `{self.inventory}`"
             + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
-            f"- result: {counts or 'no checks ran'}" + (" (interrupted)" if self.interrupted else ""),
+            f"- result: {counts or 'no checks ran'}" + self._interrupted_note(),
             "",
             "| check | node | verdict | what | expected | found | hint |",
             "|---|---|---|---|---|---|---|",
@@ -86,8 +99,50 @@ class Summary:
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "summary.json").write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
-        (directory / "summary.md").write_text(self.to_markdown())
+        # the last line of defence: nothing a check or an error quoted leaves unredacted
+        _write_atomic(
+            directory / "summary.json", redact(json.dumps(self.to_json(), indent=2, ensure_ascii=False)) + "\n"
+        )
+        _write_atomic(directory / "summary.md", redact(self.to_markdown()))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """A reader (a dashboard, the next run's history) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
+    """A JUnit file for a run cut short before its first check: one error case saying so."""
+    import xml.etree.ElementTree as ET
+
+    suites = ET.Element("testsuites", name="pytest tests")
+    suite = ET.SubElement(
+        suites, "testsuite", name="gb10check", errors="1", failures="0", skipped="0", tests="1", time="0.000"
+    )
+    case = ET.SubElement(suite, "testcase", classname="gb10check", name="session", time="0.000")
+    props = ET.SubElement(case, "properties")
+    ET.SubElement(props, "property", name="hints", value=hint_id)
+    ET.SubElement(case, "error", message=redact(message)).text = redact(message)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
+
+
+def check_writable(*directories: Path) -> None:
+    """Fail before the run, not after it: every folder a report goes to exists or can be made, and takes a file."""
+    for directory in dict.fromkeys(directories):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=directory, prefix=".gb10check-probe-"):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ReportsUnwritable(
+                f"cannot write reports to {directory}: {reason}"
+                + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(directory) else "")
+                + "; give a writable folder with --reports-dir=DIR (and --junitxml=PATH)"
+            ) from exc
 
 
 def _each(values: Iterable[str]) -> str:

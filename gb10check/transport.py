@@ -8,19 +8,63 @@ reach the node at all raises NodeUnreachable.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shlex
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from gb10check.errors import NodeUnreachable, TransportError
 
 KILL_GRACE = 2.0  # seconds between TERM and KILL on the node
 CLIENT_GRACE = 3.0  # how much longer the client waits than the node-side bound
+SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+T = TypeVar("T")
+
+
+def _within(seconds: float, work: Callable[[], T], on_abandon: Callable[[], object], what: str) -> T:
+    """Run `work` in a daemon thread under a total deadline, the caller's thread waiting.
+
+    paramiko bounds the TCP connect, the banner and the auth each on its own, and name
+    resolution not at all: this bounds their sum. And invoke swallows KeyboardInterrupt while a
+    remote command runs (it forwards it and keeps waiting): waiting here instead lets SIGTERM
+    and Ctrl-C through at once. Work still running at the deadline is left to finish in its
+    thread, then undone with `on_abandon`.
+    """
+    outcome: list[tuple[bool, object]] = []
+    abandoned = threading.Event()
+
+    def body() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+        if abandoned.is_set():
+            with contextlib.suppress(Exception):
+                on_abandon()
+
+    thread = threading.Thread(target=body, name=f"gb10check-{what}", daemon=True)
+    thread.start()
+    try:
+        thread.join(seconds)
+    finally:
+        if not outcome:
+            abandoned.set()
+            if outcome:  # it finished between the join and the flag: undo it here
+                with contextlib.suppress(Exception):
+                    on_abandon()
+    if not outcome:
+        raise TimeoutError(f"no {what} within {seconds:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        assert isinstance(value, BaseException)
+        raise value
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -159,34 +203,41 @@ class SshTransport:
             connect_kwargs=connect_kwargs,
         )
         client = conn.client
-        if self.known_hosts:
-            path = Path(self.known_hosts).expanduser()
-            if path.exists():
-                client.load_host_keys(str(path))
-        else:
-            client.load_system_host_keys()
+        for path in self._known_hosts_files():
+            client.load_system_host_keys(str(path))  # never written back; accept-new appends to the user file
         if self.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNew(self.known_hosts))
         else:
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
-            conn.open()
+            _within(self.connect_timeout, conn.open, conn.close, "SSH session (name resolution, TCP, banner, login)")
         except paramiko.BadHostKeyException as exc:
             raise NodeUnreachable(
                 f"{self.name} ({self.where}): host key does not match known_hosts (possible impostor, or the node was "
-                f"reinstalled): {exc}"
+                f"reinstalled): {exc}",
+                hint_ids=("host-key-changed",),
             ) from exc
         except paramiko.SSHException as exc:
             text = str(exc)
             if "not found in known_hosts" in text:
-                text += ' (log in once by hand, or set [ssh] host_key_policy = "accept-new")'
+                raise NodeUnreachable(
+                    f"{self.name} ({self.where}): SSH failed: {text} (compare its fingerprint out of band, then log in "
+                    'once by hand, or set [ssh] host_key_policy = "accept-new")',
+                    hint_ids=("host-key-unknown",),
+                ) from exc
             raise NodeUnreachable(f"{self.name} ({self.where}): SSH failed: {text}") from exc
         except (TimeoutError, OSError, EOFError) as exc:
             raise NodeUnreachable(
-                f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: {exc}"
+                f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: "
+                f"{exc or type(exc).__name__}"
             ) from exc
         self.stats.count(connection=True)
         return conn
+
+    def _known_hosts_files(self) -> list[Path]:
+        """OpenSSH's order: the user's file (or the inventory's), then the system-wide one."""
+        user = Path(self.known_hosts or "~/.ssh/known_hosts").expanduser()
+        return [p for p in (user, Path(SYSTEM_KNOWN_HOSTS)) if p.is_file()]
 
     def run(self, command: str, timeout: float) -> CommandResult:
         from invoke.exceptions import CommandTimedOut
@@ -197,15 +248,18 @@ class SshTransport:
             conn = self._conn
         self.stats.count()
         start = time.monotonic()
-        try:
-            res = conn.run(
-                bounded(command, timeout),
-                hide=True,
-                warn=True,
-                in_stream=False,
-                pty=False,
-                timeout=timeout + KILL_GRACE + CLIENT_GRACE,
+        client_bound = timeout + KILL_GRACE + CLIENT_GRACE
+
+        def execute() -> Any:
+            return conn.run(
+                bounded(command, timeout), hide=True, warn=True, in_stream=False, pty=False, timeout=client_bound
             )
+
+        try:
+            res = _within(client_bound + CLIENT_GRACE, execute, self.close, "command result")
+        except TimeoutError:  # invoke itself did not give up in time: the connection is stuck
+            self.close()
+            return CommandResult(command, None, "", "", time.monotonic() - start, True)
         except CommandTimedOut as exc:
             r = exc.result
             return CommandResult(command, None, r.stdout, r.stderr, time.monotonic() - start, True)
@@ -219,10 +273,16 @@ class SshTransport:
         return CommandResult(command, res.exited, res.stdout, res.stderr, time.monotonic() - start, timed_out)
 
     def close(self) -> None:
-        with self._lock:
+        # Never wait for a connect in progress (an interrupted run exits at once): that thread,
+        # holding the lock, is a daemon and goes with the process.
+        if not self._lock.acquire(timeout=0.2):
+            return
+        try:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        finally:
+            self._lock.release()
 
 
 class _AcceptNew:

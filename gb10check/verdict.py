@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gb10check.redact import redact
+
 
 class CheckFailed(AssertionError):
     """A fault of the cluster, found by a check (pytest reports it as a failure).
@@ -11,9 +13,12 @@ class CheckFailed(AssertionError):
     `hint_ids`, when given, are the diagnosis this failure calls for (they replace the test's own).
     """
 
-    def __init__(self, message: str, hint_ids: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
+    ) -> None:
+        super().__init__(redact(message))
         self.hint_ids = hint_ids
+        self.context = dict(context or {})  # fields for the hint's commands (the file to fix, ...)
 
 
 @dataclass(repr=False)
@@ -33,17 +38,20 @@ class Evidence:
         detail: str = "",
         where: str | None = None,
         hints: tuple[str, ...] = (),
+        context: dict[str, str | list[str]] | None = None,
     ) -> None:
         """Record one comparison; on failure raise with expected, found, where (+ detail, failure only)."""
         __tracebackhide__ = True
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
-        self.items.append((what, str(expected), str(found), bool(ok)))
+        expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
+        self.items.append((what, expected, found, bool(ok)))
         if not ok:
             place = where or self.node or "the cluster"
             raise CheckFailed(
                 f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else ""),
                 hints,
+                context,
             )
 
     def __repr__(self) -> str:

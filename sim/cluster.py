@@ -324,7 +324,7 @@ class SimCluster:
                 "name": n.name,
                 "rank": n.rank,
                 "transport": "ssh",
-                "host": n.lan_ip,
+                "host": n.spec.get("ssh_host", n.lan_ip),
                 "port": 22,
                 "user": n.spec.get("users", ["lenovo"])[0] if n.spec.get("unprivileged") else "root",
                 "key": str(self.dir / "client_key"),
@@ -349,7 +349,9 @@ class SimCluster:
         self.inventory_path.write_text(header + tomli_w.dumps(data))
 
     def _wait_ready(self, timeout: float) -> None:
-        targets = [(n.lan_ip, 22, n.name) for n in self.nodes if not n.spec.get("powered_off")]
+        targets = [
+            (n.lan_ip, 22, n.name) for n in self.nodes if not (n.spec.get("powered_off") or n.spec.get("blackholed"))
+        ]
         if self._serves_api():
             targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))
         pending: list[str] = []

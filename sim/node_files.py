@@ -231,11 +231,12 @@ def _ufw_commands(node: SimNode) -> str:
         ]
     else:
         lines = [f"rm -f {UFW_UNIT_LINK}"]
-    if not ufw.get("enabled"):
-        return "\n".join(lines)
-    lines += ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
-    lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
-    lines.append("ufw --force enable >/dev/null")
-    if not ufw.get("enabled_on_boot", True):
-        lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
+    if ufw.get("enabled"):
+        lines += ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
+        lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
+        lines.append("ufw --force enable >/dev/null")
+        if not ufw.get("enabled_on_boot", True):
+            lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
+    if node.spec.get("blackholed"):  # sshd runs, but its port drops every packet: a firewall black hole
+        lines.append("iptables -I INPUT -p tcp --dport 22 -j DROP")
     return "\n".join(lines)

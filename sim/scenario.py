@@ -8,33 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from gb10check import inventory as inv
 from gb10check.errors import SimError
+from gb10check.textfile import read_text
+from sim import spec
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
-NODE_KEYS = {
-    "rank",
-    "hostname",
-    "lan_address",
-    "driver",
-    "meminfo",
-    "down",
-    "stubs",
-    "gpu_uuid",
-    "powered_off",
-    "users",
-    "docker",
-    "ufw",
-    "netplan",
-    "env",
-    "hf",
-    "ssh_key",
-    "compose_edits",
-    "unprivileged",
-    "sudo",
-}
+EXAMPLE_INVENTORY = Path(__file__).resolve().parent.parent / "fixtures" / "cluster.example.toml"
 TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory"}
-STUB_KEYS = {"tool", "match", "stdout", "stderr", "rc", "delay"}
-STUB_TOOLS = {"nvidia-smi", "ibdev2netdev", "modinfo", "docker"}
 
 
 def builtin_names() -> list[str]:
@@ -69,7 +52,7 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if path.resolve() in seen:
         raise SimError(f"{path}: 'base' chain loops back on itself")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, "the scenario"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SimError(f"{path}: cannot read scenario: {exc}") from exc
     unknown = sorted(set(data) - TOP_KEYS)
@@ -101,29 +84,27 @@ class Scenario:
         return dict(self.data.get("service", {}))
 
 
+def _validate(path: Path, data: dict[str, Any]) -> None:
+    """As strict as an inventory: every key known, every netdev one a link has (sim/spec.py)."""
+    if not isinstance(data.get("nodes"), dict) or not data["nodes"]:
+        raise SimError(f"{path}: a scenario needs [nodes.<name>] tables (directly or through 'base')")
+    try:
+        spec.Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise SimError(f"{path}: invalid scenario:\n{inv.validation_problems(exc, data)}\nSee sim/README.md.") from exc
+    overrides = data.get("inventory", {})
+    if overrides:  # the [inventory] table must leave a valid inventory (the sim replaces nodes and links)
+        example = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
+        merged = merge(example, overrides)
+        try:
+            inv.Inventory.model_validate(merged)
+        except ValidationError as exc:
+            problems = inv.validation_problems(exc, merged).replace("  - key '", "  - key 'inventory.")
+            raise SimError(f"{path}: invalid [inventory] overrides:\n{problems}") from exc
+
+
 def load_scenario(name_or_path: str) -> Scenario:
     path = _locate(name_or_path)
     data = _load_raw(path)
-    nodes = data.get("nodes")
-    if not isinstance(nodes, dict) or not nodes:
-        raise SimError(f"{path}: a scenario needs [nodes.<name>] tables (directly or through 'base')")
-    for name, node in nodes.items():
-        unknown = sorted(set(node) - NODE_KEYS)
-        if unknown:
-            raise SimError(f"{path}: nodes.{name}: unknown key(s) {unknown}; allowed: {sorted(NODE_KEYS)}")
-        if "rank" not in node:
-            raise SimError(f"{path}: nodes.{name}: missing 'rank'")
-        for i, stub in enumerate(node.get("stubs", [])):
-            bad = sorted(set(stub) - STUB_KEYS)
-            if bad or stub.get("tool") not in STUB_TOOLS:
-                raise SimError(
-                    f"{path}: nodes.{name}.stubs[{i}]: needs tool in {sorted(STUB_TOOLS)}, "
-                    f"keys from {sorted(STUB_KEYS)}"
-                )
-    for netdev, link in data.get("links", {}).items():
-        missing = sorted(set(nodes) - set(link.get("addresses", {})))
-        if missing or "rdma_device" not in link:
-            raise SimError(
-                f"{path}: links.{netdev}: needs rdma_device and an address for every node (missing {missing})"
-            )
+    _validate(path, data)
     return Scenario(name=path.stem, source=path, data=data)

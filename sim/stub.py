@@ -205,7 +205,7 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
                 "ExitCode": 0 if running else 2,
                 "StartedAt": "2026-12-02T09:00:00.000000000Z",
             },
-            "Config": {"Image": c.get("image", "")},
+            "Config": {"Image": c.get("image", ""), "Env": c.get("env", CONTAINER_ENV)},
         }
         return json.dumps([body], indent=4) + "\n", "", 0
     if words[:1] == ["run"]:
@@ -219,6 +219,14 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return "", f"Error response from daemon: container {words[1]} is not running\n", 1
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+# what docker puts into a vLLM image's container besides the compose's own environment
+CONTAINER_ENV = [
+    "PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "NVIDIA_VISIBLE_DEVICES=all",
+    "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+]
 
 
 def hashlib_hex(text: str) -> str:

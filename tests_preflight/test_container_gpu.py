@@ -1,13 +1,13 @@
 """The GPU is visible inside Docker on every node (the NVIDIA container runtime works)."""
 
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 
 from gb10check.errors import GB10Error
 from gb10check.facts import container, loaded_module
+from gb10check.parallel import map_parallel
 from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus, parse_image_inspect
 from gb10check.parsers.nvidia import NvmlMismatch, parse_nvidia_smi_query
 from gb10check.transport import CommandResult
@@ -61,8 +61,7 @@ def container_gpu_probes(cluster, inventory, deployment):
             return name, exc
 
     cluster.gather()
-    with ThreadPoolExecutor(max_workers=len(cluster.nodes)) as pool:
-        return dict(pool.map(one, cluster.nodes))
+    return dict(map_parallel(one, cluster.nodes, name="gb10check-container-gpu"))
 
 
 def _versions(node) -> str:

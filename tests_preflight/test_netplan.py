@@ -35,10 +35,12 @@ def test_netplan_file_mode(node, inventory, evidence):
         pytest.skip("the inventory lists no QSFP links, so no netplan file to check")
     configured = configured_netdevs(_files(node))
     files = {f.path: f for f in configured.values()}
-    loose = [f"{f.path} mode {f.mode:o} uid {f.owner}" for f in files.values() if f.mode & 0o077 or f.owner != "0"]
+    loose = [f for f in files.values() if f.mode & 0o077 or f.owner != "0"]
+    shown = loose or list(files.values())
     evidence.expect(
         bool(files) and not loose,
         what="netplan files of the QSFP netdevs",
         expected="mode 600, owner root (uid 0)",
-        found=", ".join(loose) or "no such file",
+        found=", ".join(f"{f.path} mode {f.mode:o} uid {f.owner}" for f in shown) or "no netplan file configures them",
+        context={"path": loose[0].path} if loose else None,
     )

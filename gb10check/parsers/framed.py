@@ -29,6 +29,11 @@ def parse_framed_files(text: str, what: str) -> list[FileRead]:
     return out
 
 
+def framed_paths(text: str) -> list[str]:
+    """The files a framed read named, even when reading them failed (the header comes first)."""
+    return [h["path"] for h in _HEADER.finditer(text)]
+
+
 def framed_files_command(glob: str, reader: str = "cat") -> str:
     """The shell that prints every file matching glob in that frame (reader may be `sudo -n cat`)."""
     return (

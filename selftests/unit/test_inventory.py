@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gb10check.errors import InventoryError
-from gb10check.inventory import ENV_VAR, load_inventory, parse_inventory, resolve_path
+from gb10check.inventory import default_path, load_inventory, parse_inventory
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster.example.toml"
 MINIMAL = """
@@ -44,14 +44,9 @@ def test_example_is_the_seed_deployment():
 
 
 def test_example_is_never_the_default():
-    path, origin = resolve_path(None, {})
+    path, origin = default_path()
     assert (path, origin) == (Path("cluster.toml"), "default")
     assert path.name != EXAMPLE.name
-
-
-def test_resolution_order():
-    assert resolve_path("x.toml", {ENV_VAR: "y.toml"}) == (Path("x.toml"), "--cluster")
-    assert resolve_path(None, {ENV_VAR: "y.toml"}) == (Path("y.toml"), f"${ENV_VAR}")
 
 
 def test_missing_file_says_how_to_write_one(tmp_path):

@@ -1,0 +1,148 @@
+"""What a hint's commands are filled with: the inventory's names, the failing node's, the error's.
+
+A command in the catalogue names fields in braces (`docker logs {container}`); rendering fills
+them from the inventory, the node the failure names and what the error carries, each value
+shell-quoted, so that every printed command is complete and safe to paste. A list-valued field
+(`sudo ufw allow from {qsfp_subnet}`) gives one line per value. A command whose field has no
+value here (the error did not say which file) is left out rather than printed half-filled.
+"""
+
+from __future__ import annotations
+
+import getpass
+import ipaddress
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+
+from gb10check import inventory as inv
+
+Context = dict[str, str | list[str]]
+
+# field -> what it holds (the catalogue may name these and no others)
+FIELDS = {
+    "node": "the node's name in the inventory",
+    "host": "the address or ssh_config alias the suite reaches the node by",
+    "ssh_port": "the node's SSH port",
+    "ssh_target": "user@host as the suite logs in",
+    "login_user": "the account the suite logs in as on the node (the deployment user)",
+    "connect_timeout": "the inventory's SSH connect timeout, whole seconds",
+    "known_hosts": "the known_hosts file the suite checks host keys against",
+    "container": "the deployment's container name",
+    "compose_file": "the deployment's compose file",
+    "compose_dir": "the folder of the compose file (docker compose runs there)",
+    "env_file": "the deployment's .env",
+    "image": "the deployment's image",
+    "image_repo": "the image without its tag",
+    "hf_cache": "the HF cache folder on the host",
+    "hub_folder": "the model's hub folder in the HF cache",
+    "model": "the model the service serves",
+    "api_url": "the API's base URL",
+    "qsfp_subnet": "each QSFP link's subnet (a list)",
+    "netdev": "the QSFP netdevs (a list; the failing link's alone when the check names it)",
+    "control_netdev": "the first QSFP netdev (the control plane's)",
+    "rdma_devices": "the links' RDMA devices, comma-separated (as NCCL_IB_HCA takes them)",
+    "node_qsfp_ip": "the node's address on the first QSFP link",
+    "node_qsfp_ips": "the node's addresses on every QSFP link (a list)",
+    "rank0_qsfp_ip": "rank 0's address on the first QSFP link",
+    "gid_index": "the GID index the inventory's first link uses",
+    "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
+    "command": "the command the failure ran (from the error)",
+    "path": "the file the failure could not read (from the error)",
+}
+_FIELD = re.compile(r"(?<![%{$])\{([a-z][a-z0-9_]*)\}(?!\})")
+
+
+def fields_in(command: str) -> list[str]:
+    return _FIELD.findall(command)
+
+
+def _sudoers_escape(word: str) -> str:
+    # sudoers takes a command's arguments literally but for these characters
+    return re.sub(r"([\\,:=\s])", r"\\\1", word)
+
+
+def sudoers_line(user: str, root_reads: Iterable[str]) -> str:
+    """`user ALL=(root) NOPASSWD: cmd args, ...`: each command with its exact arguments, no wildcard
+    (a sudoers `*` matches `/` and spaces: `cat /etc/netplan/*` would read /etc/shadow)."""
+    commands = [" ".join(_sudoers_escape(w) for w in shlex.split(c)) for c in root_reads]
+    return f"{user} ALL=(root) NOPASSWD: " + ", ".join(commands)
+
+
+def context_for(
+    inventory: inv.Inventory,
+    node: str | None,
+    *,
+    root_reads: Iterable[str] = (),
+    netdev: str | None = None,
+    extra: Mapping[str, str | list[str]] | None = None,
+) -> Context:
+    """The fields known for a failure on `node` (None: a check across the cluster)."""
+    ctx: Context = {
+        "connect_timeout": str(max(1, round(inventory.ssh.connect_timeout))),
+        "known_hosts": inventory.ssh.known_hosts or "~/.ssh/known_hosts",
+    }
+    links = inventory.links
+    if links:
+        ctx["qsfp_subnet"] = sorted(
+            {str(ipaddress.ip_interface(a).network) for link in links for a in link.addresses.values()}
+        )
+        ctx["netdev"] = [netdev] if netdev else [link.netdev for link in links]
+        ctx["control_netdev"] = links[0].netdev
+        ctx["rdma_devices"] = ",".join(link.rdma_device for link in links)
+        ctx["rank0_qsfp_ip"] = links[0].ip(inventory.api_node.name)
+        ctx["gid_index"] = str(links[0].gid_index)
+    d = inventory.deployment
+    if d is not None:
+        ctx |= {
+            "container": d.container,
+            "compose_file": d.compose_file,
+            "compose_dir": d.compose_file.rsplit("/", 1)[0] or "/",
+            "env_file": d.env_file,
+            "image": d.image,
+            "image_repo": d.image.rsplit(":", 1)[0] if ":" in d.image.rsplit("/", 1)[-1] else d.image,
+            "hf_cache": d.hf_cache,
+        }
+    s = inventory.service
+    if s is not None:
+        ctx |= {"model": s.model, "api_url": s.base_url.rstrip("/")}
+        if d is not None:
+            ctx["hub_folder"] = f"{d.hf_cache.rstrip('/')}/hub/models--{s.model.replace('/', '--')}"
+    spec = next((n for n in inventory.nodes if n.name == node), None)
+    if spec is not None:
+        user = spec.user or getpass.getuser()
+        host = spec.host or "localhost"
+        ctx |= {
+            "node": spec.name,
+            "host": host,
+            "ssh_port": str(spec.port or 22),
+            "ssh_target": f"{spec.user}@{host}" if spec.user else host,
+            "login_user": user,
+        }
+        if links:
+            ctx["node_qsfp_ip"] = links[0].ip(spec.name)
+            ctx["node_qsfp_ips"] = [link.ip(spec.name) for link in links]
+        reads = list(root_reads)
+        if reads:
+            ctx["sudoers_line"] = sudoers_line(user, reads)
+    ctx |= dict(extra or {})
+    return ctx
+
+
+def render_command(template: str, ctx: Context) -> list[str]:
+    """The command's lines with every field filled and quoted; [] when a field has no value here."""
+    names = fields_in(template)
+    if any(name not in ctx for name in names):
+        return []
+    lists = [n for n in dict.fromkeys(names) if isinstance(ctx[n], list)]
+    if len(lists) > 1:
+        raise ValueError(f"{template!r}: at most one list field per command ({lists})")
+    values = ctx[lists[0]] if lists else [None]
+    lines = []
+    for value in values:
+        def fill(match: re.Match[str], item: str | None = value) -> str:
+            field = ctx[match[1]]
+            return shlex.quote(item if isinstance(field, list) and item is not None else str(field))
+
+        lines.append(_FIELD.sub(fill, template))
+    return lines

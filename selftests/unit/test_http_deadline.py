@@ -1,0 +1,100 @@
+"""Every request has a total deadline: a server that trickles its answer cannot hold a check."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from gb10check.errors import ServiceError
+from gb10check.inventory import Service
+from gb10check.service import ServiceClient
+
+BODY = b'{"object": "list", "data": []}' + b" " * 70
+
+
+def _trickle_server(phase: str):
+    """A loopback server answering one byte a second, in the headers or in the body."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
+                slow, fast = (head.encode() + BODY, b"") if phase == "headers" else (BODY, head.encode())
+                conn.sendall(fast)
+                for byte in slow:
+                    if stop.wait(1.0):
+                        break
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:
+                        break
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], stop
+
+
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_a_trickling_server_is_cut_off_at_the_deadline(phase):
+    port, stop = _trickle_server(phase)
+    spec = Service(
+        base_url=f"http://127.0.0.1:{port}",
+        served_model_name="m",
+        model="org/m",
+        max_model_len=1024,
+        request_timeout=3,
+    )
+    client = ServiceClient(spec, env={})
+    start = time.monotonic()
+    try:
+        with pytest.raises(ServiceError, match=r"no complete answer within 3 s"):
+            client.get("/v1/models")
+    finally:
+        elapsed = time.monotonic() - start
+        stop.set()
+        client.close()
+    assert elapsed < 3 + 1, f"the request took {elapsed:.1f} s against a 3 s deadline"
+
+
+def test_a_prompt_server_still_answers():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    spec = Service(
+        base_url=f"http://127.0.0.1:{server.server_address[1]}",
+        served_model_name="m",
+        model="org/m",
+        max_model_len=1024,
+        request_timeout=3,
+    )
+    client = ServiceClient(spec, env={})
+    try:
+        first, second = client.get("/health"), client.get("/health")  # the deadline is per request
+    finally:
+        client.close()
+        server.shutdown()
+    assert (first.status, first.text, second.status) == (200, "{}", 200)

@@ -1,0 +1,152 @@
+"""The scenario format as typed models: a scenario is checked as strictly as an inventory.
+
+A typo in a nested key (`docker = { gpuu = "no-runtime" }`) or a netdev that no link has
+(`down = ["enP2p1s0f0np00"]`) would otherwise be ignored, and the "broken" cluster would pass.
+These models validate the merged scenario (after `base`); sim/ still reads the plain data.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Driver(_Spec):
+    kernel: str = "580.173.02"  # "" : no module loaded
+    userspace: str = "580.173.02"
+    cuda: str = "13.0"
+    installed: str | None = None  # what modinfo reports (default: userspace)
+
+
+class Stub(_Spec):
+    tool: Literal["nvidia-smi", "ibdev2netdev", "modinfo", "docker"]
+    match: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    rc: int = 0
+    delay: float = Field(0, ge=0)
+
+
+class Image(_Spec):
+    tags: list[str]
+    id: str
+    layers: list[str]
+    arch: str = "arm64"
+
+
+class Container(_Spec):
+    name: str
+    image: str = ""
+    status: Literal["running", "exited", "created", "restarting", "paused", "dead"] = "running"
+    args: list[str] = []
+    env: list[str] | None = None  # NAME=value, as docker inspect's Config.Env
+
+
+class Docker(_Spec):
+    daemon: Literal["up", "down"] = "up"
+    gpu: Literal["ok", "no-runtime"] = "ok"
+    cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
+    cgroup_version: Literal["1", "2"] = "2"
+    images: list[Image] | None = None
+    container: Container | None = None
+
+
+class Ufw(_Spec):
+    enabled: bool = False
+    rules: list[str] = []
+    enabled_on_boot: bool = True
+    unit: Literal["enabled", "disabled"] = "enabled"
+
+
+class Netplan(_Spec):
+    mode: str = Field("600", pattern=r"^[0-7]{3,4}$")
+    omit: list[str] = []
+
+
+class Hf(_Spec):
+    checkpoint: Literal["fp8", "bf16"] = "fp8"
+    revision: str | None = None
+    dereferenced: bool = False
+    unreadable: list[str] = []
+    missing_files: list[str] = []
+    absent: bool = False
+
+
+class Node(_Spec):
+    rank: int = Field(ge=0)
+    hostname: str | None = None
+    lan_address: str | None = None
+    ssh_host: str | None = None  # what the inventory reaches it by (default: its LAN address)
+    driver: Driver = Driver()
+    gpu_uuid: str | None = None
+    meminfo: dict[str, int] = {}
+    down: list[str] = []
+    powered_off: bool = False
+    blackholed: bool = False  # sshd up, its port silently drops everything
+    users: list[str] = Field(["lenovo"], min_length=1)
+    unprivileged: bool = False
+    sudo: bool | None = None
+    ssh_key: bool = True
+    compose_edits: list[tuple[str, str]] = []
+    env: dict[str, str] = {}
+    docker: Docker = Docker()
+    ufw: Ufw = Ufw()
+    netplan: Netplan = Netplan()
+    hf: Hf = Hf()
+    stubs: list[Stub] = []
+
+
+class Link(_Spec):
+    rdma_device: str
+    addresses: dict[str, str]
+
+
+class Service(_Spec):
+    state: Literal["ready", "loading"] = "ready"
+    served_model_name: str | None = None
+    model: str | None = None
+    max_model_len: int | None = None
+    port: int = Field(20001, ge=1, le=65535)
+    vllm_version: str = "0.12.0"
+    api_key: str | None = None
+
+
+class Deployment(_Spec):
+    compose_edits: list[tuple[str, str]] = []
+    hf: Hf = Hf()
+
+
+class Scenario(_Spec):
+    description: str = ""
+    nodes: dict[str, Node] = Field(min_length=1)
+    links: dict[str, Link] = {}
+    unused_ports: dict[str, str] = {}  # rdma device -> netdev
+    service: Service = Service()
+    deployment: Deployment = Deployment()
+    inventory: dict[str, object] = {}  # checked against the inventory model on its own
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        netdevs = set(self.links) | set(self.unused_ports.values())
+        for name, node in self.nodes.items():
+            unknown = sorted(set(node.down) - netdevs)
+            if unknown:
+                raise ValueError(
+                    f"nodes.{name}.down names {unknown}, which no link or unused port has: {sorted(netdevs)}"
+                )
+            omitted = sorted(set(node.netplan.omit) - set(self.links))
+            if omitted:
+                raise ValueError(f"nodes.{name}.netplan.omit names {omitted}, which no link has: {sorted(self.links)}")
+        for netdev, link in self.links.items():
+            missing = sorted(set(self.nodes) - set(link.addresses))
+            unknown = sorted(set(link.addresses) - set(self.nodes))
+            if missing or unknown:
+                raise ValueError(
+                    f"links.{netdev}.addresses must name every node once (missing {missing}, unknown {unknown})"
+                )
+        return self
