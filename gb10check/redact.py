@@ -29,11 +29,11 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _IDENT = r"[A-Za-z0-9_.-]*[A-Za-z][A-Za-z0-9_.-]*"
 # NAME=value, NAME: value, "NAME": "value", NAME="value"
 _ASSIGNED = re.compile(
-    rf"(?P<name>(?<![A-Za-z0-9_.-]){_IDENT})(?P<sep>[\"']?[ \t]*[=:][ \t]*[\"']?)(?P<value>[^\s\"',;}}\]]+)"
+    rf"(?P<name>(?<![A-Za-z0-9_.-]){_IDENT})(?P<sep>[\"']?[ \t]*[=:][ \t]*[\"']?)(?P<value>[^\s\"'\\,;}}\]]+)"
 )
 # --api-key VALUE, --hf-token VALUE (a command line)
 _OPTION = re.compile(
-    rf"(?P<name>(?<![A-Za-z0-9_.-])--{_IDENT})(?P<sep>[ \t]+)(?P<value>[^\s\"',;}}\]-][^\s\"',;}}\]]*)"
+    rf"(?P<name>(?<![A-Za-z0-9_.-])--{_IDENT})(?P<sep>[ \t]+)(?P<value>[^\s\"'\\,;}}\]-][^\s\"'\\,;}}\]]*)"
 )
 # English words that are also secret words: "the key: ..." in a message is not a secret's name
 _PLAIN_WORDS = {"key", "pass", "auth", "token", "password", "secret"}
@@ -99,6 +99,17 @@ def redact(text: str) -> str:
     text = _ASSIGNED.sub(_mask_value, text)
     text = _OPTION.sub(_mask_value, text)
     return _SHAPED.sub(MASK, text)
+
+
+def redact_tree(value: object) -> object:
+    """Every string of a JSON-shaped structure, redacted (before it is serialised: escapes intact)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v) for v in value]
+    return value
 
 
 def forget() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gb10check.errors import ReportsUnwritable
-from gb10check.redact import redact
+from gb10check.redact import redact, redact_tree
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,8 @@ class Summary:
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         # the last line of defence: nothing a check or an error quoted leaves unredacted
-        _write_atomic(
-            directory / "summary.json", redact(json.dumps(self.to_json(), indent=2, ensure_ascii=False)) + "\n"
-        )
+        data = redact_tree(self.to_json())  # each string before serialising: the JSON escapes stay intact
+        _write_atomic(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         _write_atomic(directory / "summary.md", redact(self.to_markdown()))
 
 

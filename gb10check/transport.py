@@ -160,8 +160,10 @@ class SshTransport:
         host_key_policy: str = "known_hosts",
         known_hosts: str | None = None,
         use_ssh_config: bool = True,
+        system_known_hosts: str = SYSTEM_KNOWN_HOSTS,
     ) -> None:
         self.name = name
+        self.system_known_hosts = system_known_hosts
         self.host = host
         self.user = user
         self.port = port
@@ -237,7 +239,7 @@ class SshTransport:
     def _known_hosts_files(self) -> list[Path]:
         """OpenSSH's order: the user's file (or the inventory's), then the system-wide one."""
         user = Path(self.known_hosts or "~/.ssh/known_hosts").expanduser()
-        return [p for p in (user, Path(SYSTEM_KNOWN_HOSTS)) if p.is_file()]
+        return [p for p in (user, Path(self.system_known_hosts)) if p.is_file()]
 
     def run(self, command: str, timeout: float) -> CommandResult:
         from invoke.exceptions import CommandTimedOut

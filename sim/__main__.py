@@ -12,7 +12,7 @@ import signal
 import sys
 
 from gb10check.errors import SimError
-from sim.cluster import SimCluster, clean_stale
+from sim.cluster import SimCluster, clean_stale, why_not_available
 from sim.scenario import builtin_names, load_scenario
 
 
@@ -29,9 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.cmd == "list":
-            for name in builtin_names():
-                print(f"{name:20} {load_scenario(name).data.get('description', '')}")
+            names = builtin_names()
+            width = max(map(len, names))
+            for name in names:
+                print(f"{name:{width}}  {load_scenario(name).data.get('description', '')}")
         elif args.cmd == "clean":
+            reason = why_not_available()
+            if reason:  # namespaces and /run/gb10sim are root's: without root nothing can be removed
+                raise SimError(f"cannot clean: {reason}")
             removed = clean_stale(everything=args.all)
             print(f"removed {len(removed)} simulated cluster(s)" + (f": {', '.join(removed)}" if removed else ""))
         else:
@@ -56,4 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `python -m sim list | head`
+        sys.exit(0)

@@ -315,6 +315,7 @@ class SimCluster:
         data = self.inventory_data
         data["ssh"] = {
             "connect_timeout": 5,
+            **self.scenario.data.get("inventory", {}).get("ssh", {}),  # a scenario may shorten the bound
             "host_key_policy": "known_hosts",
             "known_hosts": str(self.dir / "known_hosts"),
             "use_ssh_config": False,

@@ -55,12 +55,12 @@ def _read_junit(path: Path) -> dict[str, dict]:
     return cases
 
 
-def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> SuiteRun:
-    reports = tmp / "reports"
+def start_suite(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """The suite as a user starts it, in the background (for signals sent mid-run)."""
     full_env = {k: v for k, v in os.environ.items() if k != "GB10_CLUSTER"}
     full_env.update(env or {})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--reports-dir={reports}", *args],
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--reports-dir={tmp / 'reports'}", *args],
         cwd=PROJECT,
         env=full_env,
         stdout=subprocess.PIPE,
@@ -68,15 +68,24 @@ def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout:
         text=True,
         stdin=subprocess.DEVNULL,
     )
+
+
+def finish(proc: subprocess.Popen[str], tmp: Path, timeout: float = 120) -> SuiteRun:
+    """Wait for a started run (bounded) and read what it left."""
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
         raise AssertionError(f"the suite hung for {timeout} s:\n{out}") from None
+    reports = tmp / "reports"
     summary_path = reports / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
     return SuiteRun(proc.returncode, out, proc.pid, _read_junit(reports / "junit.xml"), summary)
+
+
+def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> SuiteRun:
+    return finish(start_suite(tmp, *args, env=env), tmp, timeout)
 
 
 def sim_leftovers(pid: int) -> list[str]:

@@ -128,3 +128,66 @@ def test_ssh_bad_key_fails_without_prompting(in_rank0, tmp_path, passphrase, mes
     t = _ssh(in_rank0, key=str(key))
     with pytest.raises(NodeUnreachable, match=message):
         t.run("true", timeout=5)
+
+
+@pytest.mark.sim
+def test_ssh_reads_the_system_known_hosts_file_as_openssh_does(in_rank0, tmp_path):
+    """The key recorded only in /etc/ssh/ssh_known_hosts (a site-wide file) is trusted too."""
+    system = tmp_path / "ssh_known_hosts"
+    system.write_text((in_rank0.dir / "known_hosts").read_text())
+    t = _ssh(in_rank0, known_hosts=str(tmp_path / "empty"), system_known_hosts=str(system))
+    (tmp_path / "empty").write_text("")
+    try:
+        assert t.run("true", timeout=5).ok
+    finally:
+        t.close()
+    assert (tmp_path / "empty").read_text() == "", "a key from the system file is not copied into the user's"
+
+
+@pytest.mark.sim
+def test_host_key_failures_name_their_own_hints(in_rank0, tmp_path):
+    (tmp_path / "empty").write_text("")
+    with pytest.raises(NodeUnreachable) as unknown:
+        _ssh(in_rank0, known_hosts=str(tmp_path / "empty"), system_known_hosts="/nonexistent").run("true", timeout=5)
+    assert unknown.value.hint_ids == ("host-key-unknown",)
+    other = (in_rank0.nodes[0].dir / "host_key.pub").read_text().split()[:2]
+    (tmp_path / "changed").write_text(f"192.168.40.32 {' '.join(other)}\n")
+    with pytest.raises(NodeUnreachable) as changed:
+        _ssh(in_rank0, known_hosts=str(tmp_path / "changed"), system_known_hosts="/nonexistent").run("true", 5)
+    assert changed.value.hint_ids == ("host-key-changed",)
+
+
+def test_a_banner_that_never_comes_is_bounded_by_the_connect_timeout():
+    """paramiko bounds TCP, banner and auth each on its own: the suite bounds their sum."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # accepts (the kernel does), never speaks
+    t = SshTransport("mute", "127.0.0.1", port=listener.getsockname()[1], connect_timeout=1, use_ssh_config=False)
+    start = time.monotonic()
+    try:
+        with pytest.raises(NodeUnreachable, match="cannot connect within 1 s"):
+            t.run("true", timeout=5)
+    finally:
+        listener.close()
+    assert time.monotonic() - start < 2
+
+
+@pytest.mark.sim
+def test_an_interrupt_during_a_remote_command_is_not_held_by_invoke(in_rank0):
+    """invoke forwards Ctrl-C to the remote side and keeps waiting; the suite must not."""
+    import signal
+    import threading
+
+    t = _ssh(in_rank0)
+    try:
+        t.run("true", timeout=5)  # connected
+        timer = threading.Timer(0.5, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            t.run("sleep 299.25", timeout=30)
+        assert time.monotonic() - start < 3
+    finally:
+        t.close()

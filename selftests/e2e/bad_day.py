@@ -1,0 +1,201 @@
+"""The faults of an operator's first bad day, as reproducible runs: shared by the self-tests
+(selftests/e2e/test_bad_day.py) and the figures command (benchmarks/bench_bad_day.py)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from selftests.e2e.runner import SuiteRun, finish, run_suite, start_suite
+
+R1 = "thinkstationpgx-32"
+CONNECT_TIMEOUT = 2  # the fault scenarios' [ssh] connect_timeout: short, so the bound is what is measured
+
+# rank 1 unreachable in three ways; each fails within the connect timeout
+HEALTHY = 'base = "healthy"\n'
+UNREACHABLE = {
+    "node-down": 'base = "node-down"\n',  # powered off: ARP for its LAN address goes unanswered
+    "unresolvable": f'base = "healthy"\n[nodes.{R1}]\nssh_host = "no-such-host.invalid"\n',
+    "blackholed": f'base = "healthy"\n[nodes.{R1}]\nblackholed = true\n',  # its SSH port drops every packet
+}
+
+
+def scenario_file(tmp: Path, name: str, body: str) -> Path:
+    path = tmp / f"{name}.toml"
+    path.write_text(body + f"[inventory.ssh]\nconnect_timeout = {CONNECT_TIMEOUT}\n")
+    return path
+
+
+@dataclass
+class TimedRun:
+    run: SuiteRun
+    seconds: float
+    lines: int
+    junit_bytes: int
+
+
+def timed(tmp: Path, *args: str, env: dict[str, str] | None = None) -> TimedRun:
+    start = time.monotonic()
+    run = run_suite(tmp, *args, env=env)
+    seconds = time.monotonic() - start
+    junit = tmp / "reports" / "junit.xml"
+    return TimedRun(run, seconds, run.out.count("\n"), junit.stat().st_size if junit.exists() else 0)
+
+
+# -- planted secrets ---------------------------------------------------------------------------
+SECRETS = {
+    "dotenv_token": "hf_PlantedInDotEnv0123456789",
+    "dotenv_password": "PlantedPassword42",
+    "compose_token": "hf_PlantedInCompose0123456789",
+    "container_token": "hf_PlantedInContainerEnv01234",
+    "container_key": "PlantedContainerKey77x",
+    "api_key": "sk-PlantedApiKey0123456789abcdef",
+}
+API_KEY_ENV = "GB10_SELFTEST_API_KEY"
+
+
+def secrets_scenario(tmp: Path) -> Path:
+    """Secrets in rank 1's .env (which then fails to parse), at the top of rank 0's compose (which
+    then fails to parse), in rank 1's container environment (whose inspect output is cut short),
+    and the API key the suite itself sends (the fake vLLM requires it)."""
+    s = SECRETS
+    container = (
+        '[{"Id": "4f1c", "Name": "/vllm-qwen38", "Config": {"Image": "vllm/vllm-openai:qwen38-flash-next", '
+        f'"Env": ["HUGGING_FACE_HUB_TOKEN={s["container_token"]}", "VLLM_API_KEY={s["container_key"]}", '
+    )
+    body = f"""base = "healthy"
+[nodes.{R1}.env]
+HF_TOKEN = "{s["dotenv_token"]}"
+DB_PASSWORD = "{s["dotenv_password"]}"
+"BROKEN LINE" = "not KEY=VALUE: the .env parser refuses the file and quotes it"
+
+[[nodes.{R1}.stubs]]
+tool = "docker"
+match = "container inspect"
+stdout = '{container}'
+
+[nodes.thinkstationpgx-30]
+compose_edits = [["services:", "x-note: HF_TOKEN={s["compose_token"]}\\nbroken: [unclosed\\nservices:"]]
+
+[service]
+api_key = "{s["api_key"]}"
+
+[inventory.service]
+api_key_env = "{API_KEY_ENV}"
+"""
+    path = tmp / "secrets.toml"
+    path.write_text(body)
+    return path
+
+
+def leaked(tmp: Path, run: SuiteRun) -> dict[str, int]:
+    """How often each planted secret appears in the terminal output and every report."""
+    texts = [run.out] + [p.read_text(errors="replace") for p in (tmp / "reports").glob("*") if p.is_file()]
+    return {name: sum(t.count(value) for t in texts) for name, value in SECRETS.items()}
+
+
+# -- signals -----------------------------------------------------------------------------------
+class MuteServer:
+    """A TCP port on loopback that accepts and never speaks: an SSH banner that never comes."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._conns: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            self.accepted += 1
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self._conns:
+            conn.close()
+
+
+def hung_ssh_inventory(tmp: Path, port: int) -> Path:
+    """Rank 0 is this machine; rank 1's SSH answers nothing (connect_timeout 30: the run hangs there)."""
+    path = tmp / "cluster.toml"
+    path.write_text(
+        "[ssh]\nconnect_timeout = 30\nuse_ssh_config = false\n"
+        '[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n'
+        f'[[nodes]]\nname = "mute"\nrank = 1\nhost = "127.0.0.1"\nport = {port}\n'
+    )
+    return path
+
+
+def wait_for(condition, what: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.communicate()[0] if proc.poll() is not None else ""
+            raise AssertionError(f"the run never reached {what}:\n{out}")
+        time.sleep(0.05)
+
+
+def pgrep(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+
+
+@dataclass
+class Interrupted:
+    run: SuiteRun
+    exit_seconds: float  # from the signal to the process's end
+
+
+def interrupt(proc: subprocess.Popen[str], tmp: Path, signum: int) -> Interrupted:
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    run = finish(proc, tmp, timeout=60)
+    return Interrupted(run, time.monotonic() - sent)
+
+
+def sigterm_real_inventory(tmp: Path, signum: int = signal.SIGTERM) -> Interrupted:
+    """A real inventory (no sim): the signal comes while the snapshot waits on a mute SSH node."""
+    server = MuteServer()
+    try:
+        proc = start_suite(tmp, "-m", "preflight", f"--cluster={hung_ssh_inventory(tmp, server.port)}")
+        wait_for(lambda: server.accepted > 0, "the SSH connect", proc)
+        time.sleep(0.3)
+        return interrupt(proc, tmp, signum)
+    finally:
+        server.close()
+
+
+def signal_sim_at(tmp: Path, stage: str, signum: int) -> Interrupted:
+    """The sim, signalled at bring-up, mid-snapshot (nvidia-smi hung) or mid-check (docker run hung)."""
+    body = 'base = "healthy"\n'
+    if stage == "mid-snapshot":
+        body += f'[[nodes.{R1}.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n'
+    if stage == "mid-check":
+        body += f'[[nodes.{R1}.stubs]]\ntool = "docker"\nmatch = "--gpus"\ndelay = 120\n'
+    scenario = tmp / f"{stage}.toml"
+    scenario.write_text(body)
+    proc = start_suite(tmp, f"--sim={scenario}", "-m", "preflight")
+    run_dir = Path(f"/run/gb10sim/{proc.pid}")
+    if stage == "bring-up":
+        wait_for(lambda: (run_dir / "authorized_keys").exists(), "the sim's bring-up", proc)
+    elif stage == "mid-snapshot":
+        wait_for(lambda: pgrep(f"{run_dir}/{R1}/state.json nvidia-smi"), "the hung nvidia-smi", proc)
+    else:
+        wait_for(lambda: pgrep(f"{run_dir}/{R1}/state.json docker run"), "the hung docker run", proc)
+    return interrupt(proc, tmp, signum)
+
+
+FINAL_LINE = re.compile(r"^gb10check: interrupted by (SIGTERM|SIGINT) .*reports written to .*exit status 2$")

@@ -1,0 +1,190 @@
+"""An operator's first bad day: signals, unreachable nodes, secrets, unusable outputs, bad input.
+
+Each test reproduces a fault as an operator meets it and asserts what the suite must leave:
+reports, one line per check, no secret, a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from selftests.e2e import bad_day
+from selftests.e2e.bad_day import FINAL_LINE, R1
+from selftests.e2e.runner import run_suite, sim_leftovers
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+def _assert_interrupted(result: bad_day.Interrupted, signame: str, during: str | None = None) -> None:
+    run = result.run
+    assert run.rc == 2, run.out
+    assert result.exit_seconds < 10, f"the run took {result.exit_seconds:.1f} s to stop after {signame}"
+    assert run.summary is not None and run.summary["interrupted"] is True, run.out
+    assert run.summary["interruption"]["signal"] == signame
+    if during is not None:
+        assert run.summary["interruption"]["during"] == during
+    assert FINAL_LINE.match(run.out.rstrip().splitlines()[-1]), run.out[-2000:]
+    assert run.junit, "no JUnit file, or an empty one"
+    # the check that was running is an error "interrupted" in JUnit and the summary, never a pass
+    cut = [row["test"] for row in run.summary["checks"] if row["verdict"] == "interrupted"]
+    if during != "bring-up":
+        assert cut == [run.summary["interruption"]["during"]], run.summary["checks"]
+        case = run.junit[cut[0]]
+        assert case["outcome"] == "error" and "[run-interrupted]" in case["message"], case
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_on_a_real_inventory_still_writes_the_reports(tmp_path, signum):
+    """The nightly run under systemd, cron or a CI limit: no --sim, a node that hangs the snapshot."""
+    result = bad_day.sigterm_real_inventory(tmp_path, signum)
+    _assert_interrupted(result, signal.Signals(signum).name)
+    during = result.run.summary["interruption"]["during"]
+    assert during.startswith("tests_preflight/"), during
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize(
+    ("stage", "signum"),
+    [("bring-up", signal.SIGTERM), ("bring-up", signal.SIGINT), ("mid-check", signal.SIGTERM)],
+    ids=["bring-up-SIGTERM", "bring-up-SIGINT", "mid-check-SIGTERM"],
+)
+def test_a_signal_on_the_sim_at_any_moment_still_writes_the_reports(tmp_path, stage, signum):
+    result = bad_day.signal_sim_at(tmp_path, stage, signum)
+    if stage == "bring-up":
+        _assert_interrupted(result, signal.Signals(signum).name, during="bring-up")
+        assert set(result.run.junit) == {"gb10check.py::session"}
+        assert result.run.junit["gb10check.py::session"]["outcome"] == "error"
+        assert "while the simulated cluster came up" in result.run.out
+    else:
+        # the container probes of all nodes run together, while the first node's check is set up
+        gpu = "tests_preflight/test_container_gpu.py::test_gpu_visible_in_container[thinkstationpgx-30]"
+        _assert_interrupted(result, signal.Signals(signum).name, during=gpu)
+    assert sim_leftovers(result.run.pid) == []
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("fault", list(bad_day.UNREACHABLE))
+def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_seconds):
+    run = bad_day.timed(tmp_path, f"--sim={bad_day.scenario_file(tmp_path, fault, bad_day.UNREACHABLE[fault])}")
+    out = run.run.out
+    assert run.lines < 400, f"{run.lines} lines of output:\n{out[:3000]}"
+    assert run.junit_bytes < 100_000, f"junit.xml is {run.junit_bytes} bytes"
+    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 1
+    assert run.seconds <= bound, f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 1"
+    assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
+    failed = run.run.failed()
+    unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}
+    assert unreachable and all(R1 in tid or "[" not in tid for tid in unreachable), failed
+    message = next(iter(run.run.junit[t]["message"] for t in unreachable))
+    assert message.startswith(f"[node-unreachable] {R1} (") and "cannot connect within 2 s" in message, message
+    assert out.count("[node-unreachable] A node cannot be reached over SSH") == 1  # the section once
+    assert sim_leftovers(run.run.pid) == []
+
+
+@pytest.fixture(scope="module")
+def healthy_seconds(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("healthy-timed")
+    scenario = bad_day.scenario_file(tmp, "healthy", 'base = "healthy"\n')
+    run = bad_day.timed(tmp, f"--sim={scenario}")
+    assert run.run.failed() == {}, run.run.out
+    return run.seconds
+
+
+@pytest.mark.sim
+def test_planted_secrets_appear_nowhere(tmp_path):
+    """.env, compose, container environment and the suite's own API key: every parser that fails
+    quotes its input, and none of the secrets reaches the terminal, JUnit or the summaries."""
+    scenario = bad_day.secrets_scenario(tmp_path)
+    run = run_suite(tmp_path, f"--sim={scenario}", env={bad_day.API_KEY_ENV: bad_day.SECRETS["api_key"]})
+    failed = run.failed()
+    # the three parsers did fail, quoting what they read (so the redaction is what kept the secrets out)
+    assert f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R1}]" in failed, run.out
+    assert any("thinkstationpgx-30" in tid and "compose" in tid for tid in failed), run.out
+    assert f"tests_preflight/test_memory.py::test_memory_free_before_start[{R1}]" in failed, run.out
+    assert "DB_PASSWORD=***" in run.out and "HF_TOKEN=***" in run.out
+    assert "tests_service/test_models.py::test_served_model" not in failed  # the key was sent, and worked
+    assert bad_day.leaked(tmp_path, run) == dict.fromkeys(bad_day.SECRETS, 0)
+
+
+def test_reports_that_cannot_be_written_stop_the_run_before_any_node(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    server = bad_day.MuteServer()
+    try:
+        inventory = bad_day.hung_ssh_inventory(tmp_path, server.port)
+        run = run_suite(tmp_path, f"--cluster={inventory}", f"--reports-dir={blocker / 'reports'}")
+    finally:
+        server.close()
+    assert run.rc == 4, run.out
+    assert f"cannot write reports to {blocker / 'reports'}: Not a directory" in run.out
+    assert server.accepted == 0, "a node was contacted before the outputs were checked"
+
+
+@needs_root
+def test_a_read_only_reports_dir_is_refused(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "gb10check-ro", str(ro)], check=True, timeout=10)
+    try:
+        run = run_suite(tmp_path, "-m", "preflight", f"--cluster={tmp_path / 'none.toml'}", f"--reports-dir={ro}")
+    finally:
+        subprocess.run(["umount", str(ro)], check=True, timeout=10)
+    assert run.rc == 4 and f"cannot write reports to {ro}: Read-only file system" in run.out, run.out
+
+
+BAD_INVENTORIES = {
+    "latin-1 comment": (b"# caf\xe9\n[[nodes]]\n", "not UTF-8 at byte 5 (line 1: 0xe9)"),
+    "a 0xff byte": (b'[[nodes]]\nname = "a\xff"\n', "not UTF-8 at byte 19 (line 2: 0xff)"),
+    "utf-16": ('[[nodes]]\nname = "a"\n'.encode("utf-16"), "is UTF-16"),
+    "nul bytes": (b"[[nodes]]\x00\x00\n", "NUL byte"),
+    "200 MB": (None, "larger than 1024 KiB"),
+    "1 MB value": (b'[[nodes]]\nname = "' + b"x y" * 250_000 + b'"\nrank = 0\ntransport = "local"\n', "chars] ..."),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INVENTORIES))
+def test_any_bytes_in_a_clear_error_out(tmp_path, case):
+    data, expected = BAD_INVENTORIES[case]
+    path = tmp_path / "cluster.toml"
+    if data is None:
+        with path.open("wb") as fh:
+            fh.truncate(200 * 1024 * 1024)  # sparse: no 200 MB of memory or disk
+    else:
+        path.write_bytes(data)
+    run = run_suite(tmp_path, f"--cluster={path}")
+    assert run.rc == 4, run.out
+    assert "INTERNALERROR" not in run.out and expected in run.out, run.out[-1500:]
+    assert len(run.out) < 5000, f"{len(run.out)} characters of output for one bad file"
+
+
+def test_a_utf8_bom_is_accepted(tmp_path):
+    path = tmp_path / "cluster.toml"
+    path.write_bytes(b'\xef\xbb\xbf[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
+    run = run_suite(tmp_path, f"--cluster={path}", "-m", "smoke")
+    assert run.rc in (0, 1) and "gb10check: inventory" in run.out, run.out
+
+
+def test_a_bad_hints_file_is_a_clear_error(tmp_path):
+    hints = tmp_path / "site.toml"
+    hints.write_bytes(b"[my-hint]\ntitle = \"Caf\xe9\"\n")
+    inventory = tmp_path / "cluster.toml"
+    inventory.write_text('[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
+    run = run_suite(tmp_path, f"--cluster={inventory}", f"--hints={hints}")
+    assert run.rc == 4 and "the hints file is not UTF-8 at byte 22 (line 2: 0xe9)" in run.out, run.out
+
+
+@needs_root
+def test_sim_and_cluster_together_is_an_error(tmp_path):
+    run = run_suite(tmp_path, "--sim", f"--cluster={tmp_path / 'c.toml'}")
+    assert run.rc == 4 and "--sim and --cluster=" in run.out and "give one of them" in run.out, run.out
+    assert "bringing up" not in run.out
+
+
+def test_the_origin_of_the_inventory_path_is_named(tmp_path):
+    run = run_suite(tmp_path, env={"GB10_CLUSTER": "/nonexistent/cluster.toml"})
+    assert run.rc == 4 and "/nonexistent/cluster.toml not found, from $GB10_CLUSTER" in run.out, run.out
