@@ -46,6 +46,8 @@ FIELDS = {
     "node_qsfp_ips": "the node's addresses on every QSFP link (a list)",
     "rank0_qsfp_ip": "rank 0's address on the first QSFP link",
     "gid_index": "the GID index the inventory's first link uses",
+    "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",
+    "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",
@@ -106,6 +108,8 @@ def context_for(
     s = inventory.service
     if s is not None:
         ctx |= {"model": s.model, "api_url": s.base_url.rstrip("/")}
+        parsers = {"reasoning_parser": s.reasoning_parser, "tool_call_parser": s.tool_call_parser}
+        ctx |= {k: v for k, v in parsers.items() if v}
         if d is not None:
             ctx["hub_folder"] = f"{d.hf_cache.rstrip('/')}/hub/models--{s.model.replace('/', '--')}"
     spec = next((n for n in inventory.nodes if n.name == node), None)

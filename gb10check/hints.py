@@ -14,7 +14,7 @@ from gb10check.hint_context import FIELDS, Context, fields_in, render_command
 from gb10check.textfile import read_text
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_ANGLE = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
+HAND_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
 _FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
 
 
@@ -69,7 +69,7 @@ def _entry(hint_id: str, raw: object, source: str) -> Hint:
             raise HintCatalogueError(
                 f"{where}: command {command!r} names unknown field(s) {unknown}; known: {', '.join(sorted(FIELDS))}"
             )
-        if _ANGLE.search(command):
+        if HAND_PLACEHOLDER.search(command):
             raise HintCatalogueError(
                 f"{where}: command {command!r} has a placeholder to fill by hand; name a field in braces instead "
                 f"({', '.join(sorted(FIELDS))})"

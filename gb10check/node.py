@@ -108,6 +108,7 @@ class Node:
         self.probes = probes
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
+        self.sent: list[str] = []  # every command the suite gave this node (the snapshot's probe by probe): an audit
 
     @property
     def name(self) -> str:
@@ -125,6 +126,7 @@ class Node:
 
     def _gather(self, probes: tuple[Probe, ...]) -> Snapshot:
         boundary = new_boundary()
+        self.sent += [p.command for p in probes]
         try:
             res = self.transport.run(
                 build_script(probes, boundary, self.command_timeout),
@@ -138,6 +140,7 @@ class Node:
         return Snapshot(self.name, results)
 
     def run(self, command: str, timeout: float) -> CommandResult:
+        self.sent.append(command)
         return self.transport.run(command, timeout)
 
 

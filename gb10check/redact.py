@@ -45,7 +45,10 @@ _BEARER = re.compile(
 _SHAPED = re.compile(r"\b(?:hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,})")
 _MIN_LITERAL = 4  # shorter registered values would mask ordinary text
 _MIN_HARVESTED = 8  # values found in raw output: shorter ones are flags and words more often than secrets
-_WORDLIKE = re.compile(r"(?i)^(true|false|null|none|[0-9.]+|\*+)$")
+# values no secret has: booleans, the mask itself (ssh -o PasswordAuthentication=no stays readable)
+_NO_SECRET = re.compile(r"(?i)^(true|false|yes|no|on|off|null|none|\*+)$")
+# nor worth hiding wherever they appear (a PIN-like number would mask every count)
+_WORDLIKE = re.compile(r"(?i)^(true|false|yes|no|on|off|null|none|[0-9.]+|\*+)$")
 
 _lock = threading.Lock()
 _literals: set[str] = set()
@@ -82,8 +85,8 @@ def register_assigned(text: str) -> None:
 
 def _mask_value(match: re.Match[str]) -> str:
     name = match["name"].strip("._-")
-    if not is_secret_name(name) or (name in _PLAIN_WORDS and ":" in match["sep"]):  # not a secret, or prose
-        return match[0]
+    if not is_secret_name(name) or (name in _PLAIN_WORDS and ":" in match["sep"]) or _NO_SECRET.match(match["value"]):
+        return match[0]  # not a secret's name, prose ("the key: ..."), or a value no secret has
     return f"{match['name']}{match['sep']}{MASK}"
 
 

@@ -43,7 +43,7 @@ class Summary:
     inventory: str
     scenario: str | None
     rows: list[Row] = field(default_factory=list)
-    transports: dict[str, dict[str, int]] = field(default_factory=dict)
+    transports: dict[str, dict[str, object]] = field(default_factory=dict)
     interrupted: bool = False
     interruption: dict[str, str] = field(default_factory=dict)  # signal, during (stage or test id)
 

@@ -188,7 +188,7 @@ class SimCluster:
             self._wire()
             for node in self.nodes:
                 if not node.spec.get("powered_off"):
-                    self._start_sshd(node)
+                    self._start_sshd(node)  # with sshd = false the node boots, but sshd exits: port closed
             self._start_api()
             self._write_known_hosts()
             self._write_inventory()
@@ -351,7 +351,9 @@ class SimCluster:
 
     def _wait_ready(self, timeout: float) -> None:
         targets = [
-            (n.lan_ip, 22, n.name) for n in self.nodes if not (n.spec.get("powered_off") or n.spec.get("blackholed"))
+            (n.lan_ip, 22, n.name)
+            for n in self.nodes
+            if not (n.spec.get("powered_off") or n.spec.get("blackholed") or n.spec.get("sshd") is False)
         ]
         if self._serves_api():
             targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))

@@ -124,6 +124,8 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
     )
     hostname = spec.get("hostname", node.name)
     ufw = _ufw_commands(node)
+    # sshd = false: the node is up (links, firewall) but nothing listens on port 22, so logins are refused
+    sshd = f"exec {SSHD} -D -e -f {d}/sshd_config" if spec.get("sshd", True) else "echo 'sshd: disabled'"
     # Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh
     (d / "boot.sh").write_text(
         f"""set -e
@@ -144,7 +146,7 @@ mkdir -p {d}/etc-work
 mount -t overlay gb10sim-etc -o lowerdir=/etc,upperdir={d}/fs/etc,workdir={d}/etc-work /etc
 mount --bind {d}/fs/home /home
 {ufw}
-exec {SSHD} -D -e -f {d}/sshd_config
+{sshd}
 """
     )
 

@@ -88,6 +88,7 @@ class Node(_Spec):
     down: list[str] = []
     powered_off: bool = False
     blackholed: bool = False  # sshd up, its port silently drops everything
+    sshd: bool = True  # false: the node is up, its SSH port refuses connections
     users: list[str] = Field(["lenovo"], min_length=1)
     unprivileged: bool = False
     sudo: bool | None = None

@@ -23,6 +23,7 @@ UNREACHABLE = {
     "node-down": 'base = "node-down"\n',  # powered off: ARP for its LAN address goes unanswered
     "unresolvable": f'base = "healthy"\n[nodes.{R1}]\nssh_host = "no-such-host.invalid"\n',
     "blackholed": f'base = "healthy"\n[nodes.{R1}]\nblackholed = true\n',  # its SSH port drops every packet
+    "sshd-refusing": f'base = "healthy"\n[nodes.{R1}]\nsshd = false\n',  # up, nothing listens on port 22
 }
 
 

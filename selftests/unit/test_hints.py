@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gb10check.errors import HintCatalogueError
-from gb10check.hints import Catalogue, parse_catalogue
+from gb10check.hints import HAND_PLACEHOLDER, Catalogue, parse_catalogue
 
 PROJECT = Path(__file__).resolve().parents[2]
 REQUIRED = {
@@ -119,6 +119,8 @@ def test_site_file_adds_and_overrides(tmp_path):
         (GOOD.replace('["boom"]', '["(unclosed"]'), "is not a valid regex"),
         (GOOD.replace('["boom"]', '[""]'), "every item of 'symptoms' must be a non-empty string"),
         ("[x-y\n", "not valid TOML"),
+        (GOOD.replace('["ls"]', '["ls {no_such_field}"]'), "names unknown field(s) ['no_such_field']"),
+        (GOOD.replace('["ls"]', '["ls -l <path>"]'), "has a placeholder to fill by hand"),
     ],
 )
 def test_malformed_entries_are_rejected(text, message):
@@ -130,3 +132,105 @@ def test_malformed_entries_are_rejected(text, message):
 def test_missing_site_file(tmp_path):
     with pytest.raises(HintCatalogueError, match=r"--hints .*nope\.toml: cannot read"):
         Catalogue.load([tmp_path / "nope.toml"])
+
+
+# -- every printed command is complete and safe to paste --------------------------------------
+def _example_contexts():
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+    from gb10check.probes import root_reads
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    extra = {"command": "nvidia-smi --query-gpu=driver_version --format=csv", "path": "/etc/netplan/40-cx7.yaml"}
+    return inv, [
+        context_for(inv, n.name, root_reads=root_reads(["/etc/netplan/40-cx7.yaml"]), extra=extra) for n in inv.nodes
+    ]
+
+
+def test_every_command_renders_complete_for_every_node():
+    """With the example inventory, a node and the error's fields, no command keeps a placeholder,
+    and none names the field report's values unless the inventory says them."""
+    from gb10check.hint_context import fields_in, render_command
+
+    _, contexts = _example_contexts()
+    cat = Catalogue.load()
+    for hint_id in sorted(cat.ids):
+        for template in cat[hint_id].commands:
+            for ctx in contexts:
+                lines = render_command(template, ctx)
+                assert lines, f"[{hint_id}] {template!r} left out for {ctx['node']}"
+                for line in lines:
+                    assert not fields_in(line) and not HAND_PLACEHOLDER.search(line), line
+
+
+def test_commands_follow_the_inventory_not_the_field_report(tmp_path):
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import parse_inventory
+
+    text = (PROJECT / "fixtures" / "cluster.example.toml").read_text()
+    text = text.replace("vllm-qwen38", "llm-prod").replace("/home/lenovo/vllm", "/srv/llm")
+    text = text.replace("169.254.94.252/16", "10.77.0.1/24").replace("169.254.159.206/16", "10.77.0.2/24")
+    inv = parse_inventory(text, "site.toml")
+    cat = Catalogue.load()
+    rendered = "\n".join(cat[h].render([context_for(inv, "thinkstationpgx-32")]) for h in sorted(cat.ids))
+    assert "docker stop llm-prod" in rendered and "sudo ufw allow from 10.77.0.0/24" in rendered
+    for literal in ("vllm-qwen38", "/home/lenovo", "169.254.0.0/16", "169.254.159.206"):
+        assert literal not in rendered, literal
+
+
+def test_the_sudoers_rule_names_exact_files_and_passes_visudo(tmp_path):
+    import shutil
+    import subprocess
+
+    from gb10check.hint_context import render_command
+
+    _, contexts = _example_contexts()
+    rank1 = contexts[1]
+    line = str(rank1["sudoers_line"])
+    assert line == (
+        "lenovo ALL=(root) NOPASSWD: /usr/sbin/ufw status verbose, /usr/bin/cat /etc/ufw/user.rules, "
+        "/usr/bin/cat /etc/netplan/40-cx7.yaml"
+    )
+    assert "*" not in line  # a sudoers wildcard matches / and spaces: cat /etc/netplan/../shadow
+    first = render_command(Catalogue.load()["sudo-required"].commands[0], rank1)[0]
+    assert "/etc/sudoers.d" not in first, "the rule is checked by visudo before it is installed"
+    if shutil.which("visudo") is None:
+        pytest.skip("visudo (sudo) is not installed; bin/setup installs it as root")
+    sudoers = tmp_path / "gb10check.sudoers"
+    subprocess.run(["sh", "-c", first.replace("/tmp/gb10check.sudoers", str(sudoers))], check=True, timeout=10)
+    checked = subprocess.run(["visudo", "-cf", str(sudoers)], capture_output=True, text=True, timeout=10)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_docker_cgroup_fix_merges_daemon_json_and_keeps_the_nvidia_runtime(tmp_path):
+    """The fix for one fault must not cause another: daemon.json on DGX OS holds the nvidia runtime."""
+    import json
+    import subprocess
+
+    merge = next(c for c in Catalogue.load()["docker-cgroup-accounting"].commands if "python3 -c" in c)
+    assert any("cp -a /etc/docker/daemon.json" in c for c in Catalogue.load()["docker-cgroup-accounting"].commands)
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text(
+        json.dumps(
+            {
+                "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}},
+                "exec-opts": ["native.cgroupdriver=cgroupfs"],
+            }
+        )
+    )
+    command = merge.removeprefix("sudo ").replace("/etc/docker/daemon.json", str(daemon))
+    subprocess.run(["sh", "-c", command], check=True, timeout=10)
+    merged = json.loads(daemon.read_text())
+    assert merged == {
+        "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}},
+        "exec-opts": ["native.cgroupdriver=systemd"],
+    }
+
+
+def test_host_key_advice_never_trusts_whatever_answers():
+    cat = Catalogue.load()
+    for hint_id in cat.ids:
+        for command in cat[hint_id].commands:
+            assert ">> ~/.ssh/known_hosts" not in command and ">>~/.ssh/known_hosts" not in command, (hint_id, command)
+    assert "out of band" in cat["host-key-unknown"].fix
+    assert "do not append" in cat["host-key-changed"].fix.lower()

@@ -54,10 +54,13 @@ def test_a_root_only_file_is_refused_not_read_as_empty():
         snap.parsed("netplan", lambda t: parse_framed_files(t, "netplan"))
 
 
-def test_sudo_allowed_but_not_installed_names_sudo():
-    # this machine has no sudo: with sudo allowed the read still fails, and says what is missing
-    if subprocess.run(["sh", "-c", "command -v sudo"], capture_output=True).returncode == 0:
-        pytest.skip("sudo is installed here")
+def test_sudo_allowed_without_a_nopasswd_rule_is_refused_not_prompted():
+    """sudo = true on the node, but no NOPASSWD rule for the user: `sudo -n` refuses at once, and the
+    check says sudo-required (without sudo installed at all: tool-missing, naming sudo)."""
     snap = _snapshot_as_nobody((Probe("ufw_status", as_root("ufw status verbose", sudo=True)),))
-    with pytest.raises(ToolMissing, match="`sudo` is not installed"):
+    if subprocess.run(["sh", "-c", "command -v sudo"], capture_output=True).returncode != 0:
+        with pytest.raises(ToolMissing, match="`sudo` is not installed"):
+            snap.parsed("ufw_status", parse_ufw_status)
+        return
+    with pytest.raises(PrivilegeRequired, match="a password is required"):
         snap.parsed("ufw_status", parse_ufw_status)

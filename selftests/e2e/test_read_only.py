@@ -1,0 +1,107 @@
+"""Read-only, proven: every command a healthy run of all markers sends to a node is a read.
+
+The suite records what it ran on each node, probe by probe (summary.json, transports.<node>.sent);
+each must be one of the forms below. The documented exceptions: the snapshot's temp dir with its
+trap (tested on build_script itself), and `docker run --rm --network none` of the container-GPU
+check. The bandwidth test's own processes and the opt-in `docker stop` will join this list.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gb10check.snapshot import Probe, build_script
+from selftests.e2e.runner import run_suite
+
+PATH = r"[\w./+-]+"
+QUOTED = r"'[^']*'"
+READS = [
+    rf"cat {PATH}",
+    rf'(cat|head -c \d+) {PATH}/snapshots/"\$\(cat {PATH}/refs/main\)"/{PATH}',
+    rf"find {PATH} -printf {QUOTED}",
+    r"modinfo -F version nvidia",
+    r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader",
+    r"ibdev2netdev",
+    r"hostname",
+    r"id -un",
+    r"id -Gn",
+    r"systemctl is-enabled [\w.-]+",
+    r"ufw status verbose",
+    rf"docker (info|image ls) --format {QUOTED}",
+    rf"docker (image|container) inspect {PATH}(:{PATH})?",
+    rf"docker exec {PATH} nvidia-smi -L",
+    r"ssh -n -o BatchMode=yes -o ConnectTimeout=\d+ -o StrictHostKeyChecking=yes -o PasswordAuthentication=no "
+    rf"{PATH} true",
+]
+AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
+FRAMED = re.compile(
+    r'rc=0; for f in (?P<glob>[\w./* -]+); do \[ -e "\$f" \] \|\| continue; '
+    r"echo \"=== \$\(stat -c '%a %u' \"\$f\"\) \$f\"; (?P<reader>.+?) \"\$f\" \|\| rc=\$\?; echo; done; exit \$rc"
+)
+DOCUMENTED = [
+    # the container-GPU check: a throwaway container with no network, removed on exit
+    rf"docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
+]
+
+
+def is_read(command: str) -> bool:
+    if any(re.fullmatch(form, command) for form in READS):
+        return True
+    root = AS_ROOT.fullmatch(command)
+    if root:
+        return is_read(root["a"]) and (root["b"] is None or root["b"] == root["a"])
+    framed = FRAMED.fullmatch(command)
+    if framed:
+        reader = framed["reader"]
+        inner = re.fullmatch(r"sh -c '(?P<body>.+)' _", reader)
+        body = inner["body"].replace('"$1"', "/some/file") if inner else reader + " /some/file"
+        return is_read(body)
+    return False
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf /home/lenovo/vllm",
+        "cat /etc/passwd; rm -f x",
+        "docker stop vllm-qwen38",
+        "docker run --rm --gpus all vllm/vllm-openai:x -L",
+        'if [ "$(id -u)" = 0 ]; then ufw enable; else sudo -n ufw enable; fi',
+        "ssh -n -o BatchMode=yes 10.0.0.1 reboot",
+    ],
+)
+def test_writes_are_not_mistaken_for_reads(command):
+    assert not is_read(command) and not any(re.fullmatch(f, command) for f in DOCUMENTED)
+
+
+PROBE_LINE = re.compile(
+    r'\(timeout -k 2 [\d.]+ sh -c .+ </dev/null >"\$t/\d+\.out" 2>"\$t/\d+\.err"; '
+    r'echo \$\? >"\$t/\d+\.rc"\) &'
+)
+FRAME_LINE = re.compile(
+    r'echo "gb10-b0 begin \w+"; cat "\$t/\d+\.out"; echo; echo "gb10-b0 stderr \w+"; cat "\$t/\d+\.err"; echo; '
+    r'echo "gb10-b0 end \w+ \$\(cat "\$t/\d+\.rc"\)"'
+)
+
+
+def test_the_snapshot_wrapper_only_makes_and_removes_its_temp_dir():
+    script = build_script((Probe("a", "cat /x"), Probe("b", "id -un")), "gb10-b0", 5.0)
+    lines = script.splitlines()
+    assert lines[:2] == ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
+    for line in lines[2:]:
+        assert PROBE_LINE.fullmatch(line) or line == "wait" or FRAME_LINE.fullmatch(line), line
+
+
+@pytest.mark.sim
+def test_a_healthy_run_of_every_marker_sends_only_reads(tmp_path):
+    run = run_suite(tmp_path, "--sim")
+    assert run.rc == 0, run.out
+    sent = {node: t["sent"] for node, t in run.summary["transports"].items()}
+    assert all(len(commands) > 20 for commands in sent.values()), sent
+    not_reads = {
+        node: [c for c in commands if not is_read(c) and not any(re.fullmatch(f, c) for f in DOCUMENTED)]
+        for node, commands in sent.items()
+    }
+    assert not_reads == {node: [] for node in sent}
