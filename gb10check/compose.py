@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -57,7 +57,6 @@ _INTERP = re.compile(
 @dataclass
 class Interpolation:
     env: dict[str, str]
-    missing: set[str] = field(default_factory=set)
 
     def __call__(self, text: str) -> str:
         def sub(m: re.Match[str]) -> str:
@@ -72,10 +71,7 @@ class Interpolation:
                 return "" if (empty if op == ":+" else unset) else arg
             if op in (":?", "?") and (empty if op == ":?" else unset):
                 raise ParseError("compose interpolation", f"required variable {name} is not set: {arg}", m[0])
-            if value is None:
-                self.missing.add(name)
-                return ""
-            return value
+            return "" if value is None else value  # Compose: an unset variable is empty (with a warning)
 
         return _INTERP.sub(sub, text)
 
@@ -109,7 +105,6 @@ class Service:
     name: str
     raw: dict[str, Any]  # interpolated
     environment: dict[str, str]
-    missing_variables: frozenset[str]
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.raw.get(key, default)
@@ -224,7 +219,7 @@ def load_service(
         path = str(entry.get("path") if isinstance(entry, dict) else entry)
         env.update(env_files.get(posixpath.normpath(posixpath.join(compose_dir, path)), {}))
     env.update(_environment(raw.get("environment")))
-    return Service(str(name), raw, env, frozenset(interp.missing))
+    return Service(str(name), raw, env)
 
 
 # -- what a rank runs ----------------------------------------------------------------------------

@@ -107,8 +107,14 @@ def _libuv_off(ctx: Context) -> Outcome:
     return _env(ctx, {"GLOO_USE_LIBUV": "0", "TORCH_GLOO_USE_LIBUV": "0"})
 
 
+def _needs_links(ctx: Context, what: str) -> None:
+    if not ctx.inventory.links:
+        raise NotApplicable(f"the inventory lists no QSFP links to compare {what} with")
+
+
 def _socket_ifname(ctx: Context) -> Outcome:
-    netdev = ctx.inventory.links[0].netdev if ctx.inventory.links else "?"
+    _needs_links(ctx, "the socket interfaces")
+    netdev = ctx.inventory.links[0].netdev
     return _env(ctx, {k: netdev for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")})
 
 
@@ -118,6 +124,7 @@ def _gid_index(ctx: Context) -> Outcome:
 
 
 def _hca_exact(ctx: Context) -> Outcome:
+    _needs_links(ctx, "NCCL_IB_HCA")
     devices = [link.rdma_device for link in ctx.inventory.links]
     value = ctx.service.environment.get("NCCL_IB_HCA")
     expected = "=" + ",".join(devices)

@@ -55,11 +55,18 @@ class InputFileError(GB10Error):
 
 
 def clip(text: str, limit: int = 300) -> str:
-    """At most `limit` characters: the start (what failed) and the end (why), an ellipsis between."""
+    """At most about `limit` characters of a tool's error: its first line (what failed) and its end
+    (why), an ellipsis between, both cut at word boundaries."""
     if len(text) <= limit:
         return text
-    head = max(limit * 2 // 3, limit - 80)
-    return f"{text[:head]} ... [{len(text) - limit} chars] ... {text[len(text) - (limit - head) :]}"
+    first = text.split("\n", 1)[0]
+    head = first if len(first) <= limit * 2 // 3 else first[: limit * 2 // 3].rsplit(" ", 1)[0]
+    room = max(limit - len(head) - 5, 20)
+    tail = text[-room:]
+    space = tail.find(" ")
+    if 0 <= space < room // 3:  # do not start mid-word
+        tail = tail[space + 1 :]
+    return f"{head.rstrip()} ... {tail.lstrip()}"
 
 
 def excerpt(text: str, limit: int = 300) -> str:

@@ -136,6 +136,16 @@ class Inventory(_Strict):
                 raise ValueError(f"links[{i}] ({link.netdev}).addresses lacks node(s) {missing}")
         return self
 
+    def planned_settings(self) -> list[str]:
+        """Keys this inventory sets that no check reads yet (their checks are planned): the header says so,
+        so that nobody assumes a threshold is enforced."""
+        out = [f"links[{i}].min_gbps" for i, link in enumerate(self.links) if "min_gbps" in link.model_fields_set]
+        if self.service is not None and "min_decode_tokens_per_s" in self.service.model_fields_set:
+            out.append("service.min_decode_tokens_per_s")
+        if "stop_mem_available_gib" in self.thresholds.model_fields_set:
+            out.append("thresholds.stop_mem_available_gib")
+        return out
+
     @property
     def api_node(self) -> Node:
         return next(n for n in self.nodes if n.rank == 0)

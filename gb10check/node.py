@@ -60,8 +60,8 @@ class Snapshot:
             named = _NOT_FOUND.search(res.stderr)
             tool = f"`{named['tool']}` is" if named else "a tool it runs is"
             raise ToolMissing(
-                f"{self.node}: {tool} not installed or not on PATH (needed for `{res.command[:120]}`): "
-                f"{res.stderr.strip()[:200]}"
+                f"{self.node}: {tool} not installed or not on PATH (needed for `{clip(res.command, 120)}`): "
+                f"{clip(res.stderr.strip(), 200)}"
             )
         return res
 
@@ -75,7 +75,7 @@ class Snapshot:
             )
         if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
             raise PrivilegeRequired(
-                f"{self.node}: `{res.command}` needs root and was refused: {res.stderr.strip()[:200]!r}; "
+                f"{self.node}: `{res.command}` needs root and was refused: {clip(res.stderr.strip(), 200)!r}; "
                 "run the suite as root there, or allow `sudo -n` (sudo = true and a NOPASSWD rule)"
             )
         if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
@@ -88,9 +88,8 @@ class Snapshot:
             return parser(text)
         except ParseError as exc:
             if res.rc not in tuple(accept_rc):
-                raise ParseError(
-                    exc.what, f"exit status {res.rc}, stderr {res.stderr.strip()[:200]!r}", text, hint_ids=exc.hint_ids
-                ) from exc
+                detail = f"exit status {res.rc}, stderr {clip(res.stderr.strip(), 200)!r}"
+                raise ParseError(exc.what, detail, text, hint_ids=exc.hint_ids) from exc
             raise
 
 

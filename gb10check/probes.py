@@ -48,7 +48,6 @@ def _base(node: inv.Node, t: inv.Thresholds) -> list[Probe]:
         ),
         Probe("ibdev2netdev", "ibdev2netdev"),
         Probe("meminfo", "cat /proc/meminfo"),
-        Probe("hostname", "hostname"),
         Probe("whoami", "id -un"),
         Probe("groups", "id -Gn"),
         Probe("ufw_status", as_root("ufw status verbose", node.sudo), display="ufw status verbose (as root)"),

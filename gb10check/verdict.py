@@ -36,18 +36,17 @@ class Evidence:
         expected: object,
         found: object,
         detail: str = "",
-        where: str | None = None,
         hints: tuple[str, ...] = (),
         context: dict[str, str | list[str]] | None = None,
     ) -> None:
-        """Record one comparison; on failure raise with expected, found, where (+ detail, failure only)."""
+        """Record one comparison; on failure raise with expected, found, the node (+ detail, failure only)."""
         __tracebackhide__ = True
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
         self.items.append((what, expected, found, bool(ok)))
         if not ok:
-            place = where or self.node or "the cluster"
+            place = self.node or "the cluster"
             raise CheckFailed(
                 f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else ""),
                 hints,

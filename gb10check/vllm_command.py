@@ -8,6 +8,7 @@ what could not be read. Pure.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -51,9 +52,6 @@ class VllmRun:
 
     def value(self, option: str) -> str | None:
         return self.options.get(option)
-
-    def text(self) -> str:
-        return " ".join(shlex.quote(a) for a in self.argv)
 
 
 def _tokens(script: str) -> list[str]:
@@ -223,9 +221,18 @@ def rank_run(service: Service, rank: int, what: str) -> VllmRun:
     return runs[0]
 
 
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
+_SHORT_OPTIONS = re.compile(r"-[A-Za-z]+")
+
+
 def _script(argv: list[str]) -> str:
-    """The shell text of `bash -lc SCRIPT` / `sh -c SCRIPT`, or the argv itself when exec'd directly."""
-    for i, arg in enumerate(argv[:-1]):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:] and i >= 1:
-            return argv[i + 1]
+    """The shell text of `bash -lc SCRIPT` / `sh -c SCRIPT`, or the argv itself when exec'd directly.
+
+    Only a shell's own leading short options count: `vllm serve m -cc.cudagraph_mode=...` is no `-c`."""
+    if argv and posixpath.basename(argv[0]) in _SHELLS:
+        for i, arg in enumerate(argv[1:-1], 1):
+            if not _SHORT_OPTIONS.fullmatch(arg):
+                break
+            if "c" in arg[1:]:
+                return argv[i + 1]
     return " ".join(shlex.quote(a) for a in argv)

@@ -41,7 +41,6 @@ MODEL_CONFIG = {
     "max_position_embeddings": 262144,
     "torch_dtype": "bfloat16",
 }
-SMALL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 SHARDS = 40
 
 

@@ -18,8 +18,9 @@ def test_roce_link_up(link_on_node, cluster, evidence):
         port is not None,
         what=f"RDMA device {link.rdma_device}",
         expected="listed by ibdev2netdev",
-        found="not listed",
-        detail=f"ibdev2netdev lists {listed}",
+        found=f"listed, on {port.netdev}" if port else "not listed",
+        detail=f"ibdev2netdev lists {listed or 'no RDMA device at all'}; the inventory names {link.rdma_device}",
+        hints=("rdma-device-missing",),  # a name that does not exist is not a cable fault
     )
     evidence.expect(
         port.netdev == link.netdev,

@@ -87,7 +87,7 @@ def test_gpu_visible_in_container(node, container_gpu_probes, skip_if_starting, 
         tried.result is not None,
         what=f"GPU inside Docker ({tried.how})",
         expected="a container to test with and a driver that answers",
-        found=f"not tried: {tried.why_not}",
+        found=f"tried: {tried.how}" if tried.result is not None else f"not tried: {tried.why_not}",
         hints=(tried.hint,),
     )
     res = tried.result

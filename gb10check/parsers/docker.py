@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, clip
 
 _NO_SUCH = re.compile(r"No such (image|container|object)", re.IGNORECASE)
 _DENIED = re.compile(r"permission denied while trying to connect to the Docker daemon", re.IGNORECASE)
@@ -143,10 +143,10 @@ def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
         if match:  # the line that says it, not the whole runc chain
             start, end = text.rfind("\n", 0, match.start()) + 1, text.find("\n", match.end())
             line = text[start : end if end >= 0 else len(text)].strip()
-            return ContainerGpuFailure(kind, line[-200:])
+            return ContainerGpuFailure(kind, clip(line, 240))
     gpus = tuple(m.group(0).strip() for m in _GPU_LINE.finditer(text))
     if gpus:
         return ContainerGpus(gpus)
     if "Error" in text or "error" in text:
-        return ContainerGpuFailure("other", " ".join(text.split())[:200])
+        return ContainerGpuFailure("other", clip(text.strip(), 240))
     raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", text)

@@ -24,7 +24,6 @@ READS = [
     r"modinfo -F version nvidia",
     r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader",
     r"ibdev2netdev",
-    r"hostname",
     r"id -un",
     r"id -Gn",
     r"systemctl is-enabled [\w.-]+",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from selftests.e2e.runner import run_suite, sim_leftovers
@@ -369,3 +371,39 @@ def test_a_killed_run_is_cleaned_by_the_next(tmp_path):
     assert sim_leftovers(proc.pid), "SIGKILL should have left the sim behind"
     run_suite(tmp_path / "next", "--sim", "-m", "preflight")
     assert sim_leftovers(proc.pid) == []
+
+
+def test_no_driver_loaded_has_its_own_hint(tmp_path):
+    """No nvidia module at all is not a version skew: driver-not-loaded, not driver-version-mismatch."""
+    scenario = tmp_path / "no-driver.toml"
+    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-32]\ndriver = { kernel = "" }\n')
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    failed = run.failed()
+    assert failed[f"{DRV}[{R1}]"] == {"driver-not-loaded"}, run.out
+    assert failed[f"{INSTALLED}[{R1}]"] == {"driver-not-loaded"}, run.out
+    assert "NVIDIA kernel module on thinkstationpgx-32: expected loaded, found not loaded" in run.out
+
+
+def test_an_rdma_device_that_does_not_exist_is_not_a_cable_fault(tmp_path):
+    scenario = tmp_path / "renamed.toml"
+    scenario.write_text(
+        'base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "ibdev2netdev"\n'
+        'stdout = "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\\nroceP2p1s0f0x port 1 ==> enP2p1s0f0np0 (Up)\\n"\n'
+    )
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "network")
+    assert run.failed() == {f"{LINK}[{R1}-enP2p1s0f0np0]": {"rdma-device-missing"}}, run.out
+    assert "roceP2p1s0f0x" in run.junit[f"{LINK}[{R1}-enP2p1s0f0np0]"]["message"]
+
+
+def test_a_pass_records_what_it_found_never_a_contradiction(tmp_path):
+    """A healthy run's summary: no passing comparison says something is missing or was not done."""
+    run = run_suite(tmp_path, "--sim")
+    assert run.rc == 0, run.out
+    contradiction = re.compile(r"\b(not listed|not tried|no such|not found|missing|not loaded|no answer)\b", re.I)
+    bad = [
+        (row["test"], m["what"], m["found"])
+        for row in run.summary["checks"]
+        for m in row["evidence"]
+        if m["ok"] and contradiction.search(m["found"])
+    ]
+    assert bad == []

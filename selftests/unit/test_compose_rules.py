@@ -76,3 +76,39 @@ def test_rules_that_do_not_apply_skip_instead_of_passing():
     no_service = EXAMPLE[: EXAMPLE.index("[service]")] + EXAMPLE[EXAMPLE.index("[deployment]") :]
     with pytest.raises(NotApplicable, match="no \\[service\\]"):
         _rule("served-model-name").check(_context(0, inventory_text=no_service))
+
+
+def test_an_exec_form_command_is_not_taken_for_a_shell_script():
+    """`-cc.cudagraph_mode=...` has a `c` after its dash, and is vLLM's option, not `sh -c`."""
+    compose = """services:
+  vllm:
+    image: vllm/vllm-openai:qwen38-flash-next
+    container_name: vllm-qwen38
+    entrypoint: ["vllm", "serve"]
+    command: ["Qwen/Qwen3.8-Flash-Next-FP8", "-cc.cudagraph_mode=FULL_DECODE_ONLY", "--max-num-seqs", "8"]
+"""
+    svc = load_service(compose, {}, container="vllm-qwen38", what="c")
+    run = rank_run(svc, 0, "c")
+    assert run.model == "Qwen/Qwen3.8-Flash-Next-FP8"
+    assert run.value("-cc.cudagraph_mode") == "FULL_DECODE_ONLY" and run.value("--max-num-seqs") == "8"
+
+
+@pytest.mark.parametrize("shell", [["/bin/bash", "-lc"], ["sh", "-c"], ["bash", "-l", "-c"], ["/bin/sh", "-ec"]])
+def test_a_shell_script_command_is_read_after_the_shells_own_options(shell):
+    compose = f"""services:
+  vllm:
+    image: x
+    container_name: vllm-qwen38
+    entrypoint: {shell!r}
+    command: ["vllm serve org/m --max-num-seqs 4"]
+""".replace("'", '"')
+    run = rank_run(load_service(compose, {}, container="vllm-qwen38", what="c"), 0, "c")
+    assert (run.model, run.value("--max-num-seqs")) == ("org/m", "4")
+
+
+@pytest.mark.parametrize("rule_id", ["socket-ifname", "ib-hca", "ib-merge-nics"])
+def test_link_rules_do_not_apply_to_an_inventory_without_links(rule_id):
+    no_links = re.sub(r"\[\[links\]\].*?(?=\n\[(?!\[links)|\Z)", "", EXAMPLE, flags=re.DOTALL)
+    assert "[[links]]" not in no_links
+    with pytest.raises(NotApplicable, match="link"):
+        _rule(rule_id).check(_context(0, inventory_text=no_links))

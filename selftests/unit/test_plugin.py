@@ -73,7 +73,13 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
         "test_x.py::test_fails[here]": ("failed", "here", ["roce-link-down"]),
         "test_x.py::test_passes[here]": ("passed", "here", []),
     }
-    assert summary["transports"] == {"here": {"connections": 0, "commands": 1, "snapshot_probes": 17}}
+    here = summary["transports"]["here"]
+    assert {k: here[k] for k in ("connections", "commands", "snapshot_probes")} == {
+        "connections": 0,
+        "commands": 1,
+        "snapshot_probes": 16,
+    }
+    assert len(here["sent"]) == 16 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
 
 
 def test_symptom_in_output_attaches_a_hint_the_test_did_not_name(suite):

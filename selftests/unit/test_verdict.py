@@ -26,3 +26,21 @@ def test_a_failure_says_expected_found_where_and_carries_its_hints():
 def test_nothing_found_is_a_bug_of_the_check_not_a_verdict(ok):
     with pytest.raises(ValueError, match="`found` is empty"):
         Evidence().expect(ok, what="x", expected="y", found="  ")
+
+
+def test_a_long_tool_error_keeps_what_failed_and_why():
+    from gb10check.errors import clip
+
+    runc = (
+        "docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create "
+        "failed: unable to start container process: error during container init: error running hook #0: error "
+        "running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+        "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown."
+    )
+    short = clip(runc, 200)
+    assert len(short) <= 205
+    assert short.startswith("docker: Error response from daemon:")  # what failed
+    assert short.endswith("driver/library version mismatch: unknown.")  # why
+    head, tail = short.split(" ... ")
+    assert runc.startswith(head) and runc.endswith(tail)
+    assert runc[len(runc) - len(tail) - 1] in " \n" and runc[len(head)] in " \n"  # cut between words
