@@ -101,7 +101,7 @@ def parse_size(value: object, what: str) -> int:
 
 
 @dataclass(frozen=True)
-class Service:
+class ComposeService:
     name: str
     raw: dict[str, Any]  # interpolated
     environment: dict[str, str]
@@ -186,7 +186,7 @@ def load_service(
     what: str,
     compose_dir: str = "/",
     env_files: dict[str, dict[str, str]] | None = None,
-) -> Service:
+) -> ComposeService:
     """The vLLM service of a compose file, interpolated with `dotenv`.
 
     `env_files` maps the absolute paths of env files the suite has read to their variables; the
@@ -219,7 +219,7 @@ def load_service(
         path = str(entry.get("path") if isinstance(entry, dict) else entry)
         env.update(env_files.get(posixpath.normpath(posixpath.join(compose_dir, path)), {}))
     env.update(_environment(raw.get("environment")))
-    return Service(str(name), raw, env)
+    return ComposeService(str(name), raw, env)
 
 
 # -- what a rank runs ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gb10check import inventory as inv
-from gb10check.compose import Service
+from gb10check.compose import ComposeService
 from gb10check.fit import GIB, gib
 from gb10check.vllm_command import VllmRun
 
@@ -24,7 +24,7 @@ class NotApplicable(Exception):
 
 @dataclass(frozen=True)
 class Context:
-    service: Service
+    service: ComposeService
     run: VllmRun
     rank: int
     inventory: inv.Inventory

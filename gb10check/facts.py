@@ -30,7 +30,7 @@ def dotenv(snap: Snapshot, deployment: inv.Deployment) -> dict[str, str]:
     return snap.parsed("dotenv", lambda text: compose.parse_dotenv(text, deployment.env_file))
 
 
-def service(snap: Snapshot, deployment: inv.Deployment) -> compose.Service:
+def compose_service(snap: Snapshot, deployment: inv.Deployment) -> compose.ComposeService:
     """The compose's vLLM service as Docker Compose reads it on this node (with this node's .env)."""
     env = dotenv(snap, deployment)
     return snap.parsed(
@@ -47,4 +47,4 @@ def service(snap: Snapshot, deployment: inv.Deployment) -> compose.Service:
 
 
 def vllm_run(snap: Snapshot, deployment: inv.Deployment, rank: int) -> VllmRun:
-    return rank_run(service(snap, deployment), rank, deployment.compose_file)
+    return rank_run(compose_service(snap, deployment), rank, deployment.compose_file)

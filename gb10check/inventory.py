@@ -73,7 +73,9 @@ class Link(_Strict):
         return str(ipaddress.ip_interface(self.addresses[node]).ip)
 
 
-class Service(_Strict):
+class ApiSpec(_Strict):
+    """[service]: the API rank 0 serves, as clients call it."""
+
     base_url: str = Field(pattern=r"^https?://")
     served_model_name: str
     model: str
@@ -113,7 +115,7 @@ class Inventory(_Strict):
     ssh: SshSettings = SshSettings()
     nodes: list[Node] = Field(min_length=1)
     links: list[Link] = []
-    service: Service | None = None
+    service: ApiSpec | None = None
     deployment: Deployment | None = None
     thresholds: Thresholds = Thresholds()
     source: str = Field("<memory>", exclude=True)
@@ -205,7 +207,8 @@ MISSING_HELP = """\
 gb10check: no cluster inventory ({why}).
 Write one: cp fixtures/cluster.example.toml cluster.toml   and edit nodes, links and service,
 then pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
-To try the suite without a cluster: pytest --sim   (the bundled simulated cluster; needs root)."""
+To try the suite without a cluster: gb10check preflight --sim, or pytest --sim
+(the bundled simulated cluster; needs root)."""
 
 
 def default_path() -> tuple[Path, str]:

@@ -9,6 +9,7 @@ reach the node at all raises NodeUnreachable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import shlex
 import subprocess
@@ -24,6 +25,9 @@ from gb10check.errors import NodeUnreachable, TransportError
 KILL_GRACE = 2.0  # seconds between TERM and KILL on the node
 CLIENT_GRACE = 3.0  # how much longer the client waits than the node-side bound
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+# paramiko's own threads log what the suite already reports as NodeUnreachable; without a handler
+# Python prints those lines to stderr (after the run's last line, from an abandoned connect)
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 T = TypeVar("T")
 
 

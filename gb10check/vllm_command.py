@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from gb10check.compose import VAR as _VAR
-from gb10check.compose import Service
+from gb10check.compose import ComposeService
 from gb10check.errors import ParseError
 
 BOOLEAN_FLAGS = frozenset(
@@ -208,7 +208,7 @@ def vllm_runs(script: str, env: dict[str, str]) -> list[VllmRun]:
     return runs
 
 
-def rank_run(service: Service, rank: int, what: str) -> VllmRun:
+def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
     """The one `vllm serve` this rank runs, read from the service's entrypoint and command.
 
     The service must have been loaded with this rank's .env: its NODE_RANK chooses the branch.

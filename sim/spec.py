@@ -107,7 +107,9 @@ class Link(_Spec):
     addresses: dict[str, str]
 
 
-class Service(_Spec):
+class FakeApi(_Spec):
+    """[service]: what the fake vLLM on rank 0 serves."""
+
     state: Literal["ready", "loading"] = "ready"
     served_model_name: str | None = None
     model: str | None = None
@@ -127,7 +129,7 @@ class Scenario(_Spec):
     nodes: dict[str, Node] = Field(min_length=1)
     links: dict[str, Link] = {}
     unused_ports: dict[str, str] = {}  # rdma device -> netdev
-    service: Service = Service()
+    service: FakeApi = FakeApi()
     deployment: Deployment = Deployment()
     inventory: dict[str, object] = {}  # checked against the inventory model on its own
 

@@ -3,7 +3,7 @@
 import pytest
 
 from gb10check.compose_rules import Context, NotApplicable
-from gb10check.facts import service, vllm_run
+from gb10check.facts import compose_service, vllm_run
 from gb10check.parsers.meminfo import parse_meminfo
 
 pytestmark = pytest.mark.preflight
@@ -15,7 +15,7 @@ def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
     cluster.gather()
     snap = node.snapshot()
     ctx = Context(
-        service=service(snap, deployment),
+        service=compose_service(snap, deployment),
         run=vllm_run(snap, deployment, node.spec.rank),
         rank=node.spec.rank,
         inventory=inventory,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gb10check.facts import service
+from gb10check.facts import compose_service
 from gb10check.parsers.docker import parse_image_inspect, parse_image_list
 
 pytestmark = pytest.mark.preflight
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("wrong-image")
 def test_compose_uses_the_deployment_image(node, deployment, evidence):
-    svc = service(node.snapshot(), deployment)
+    svc = compose_service(node.snapshot(), deployment)
     evidence.expect(
         svc.image == deployment.image,
         what=f"image of service {svc.name} in {deployment.compose_file}",

@@ -4,7 +4,7 @@ state for max-num-seqs, within --gpu-memory-utilization x MemTotal and the conta
 import pytest
 
 from gb10check.errors import ParseError
-from gb10check.facts import service, vllm_run
+from gb10check.facts import compose_service, vllm_run
 from gb10check.fit import DTYPE_BYTES, Fit, parse_model_config
 from gb10check.parsers.hfcache import parse_index_total_size
 from gb10check.parsers.meminfo import parse_meminfo
@@ -27,7 +27,7 @@ def test_model_fits(node, inventory, deployment, evidence):
     dims = snap.parsed("hf_config", parse_model_config)
     total = snap.parsed("hf_index", parse_index_total_size)
     mem = snap.parsed("meminfo", parse_meminfo)
-    svc = service(snap, deployment)
+    svc = compose_service(snap, deployment)
     run = vllm_run(snap, deployment, node.spec.rank)
     # without --max-model-len vLLM takes the model's own context length
     max_len = _number(run, "--max-model-len", dims.max_position_embeddings, int)

@@ -143,7 +143,7 @@ BAD_INVENTORIES = {
     "utf-16": ('[[nodes]]\nname = "a"\n'.encode("utf-16"), "is UTF-16"),
     "nul bytes": (b"[[nodes]]\x00\x00\n", "NUL byte"),
     "200 MB": (None, "larger than 1024 KiB"),
-    "1 MB value": (b'[[nodes]]\nname = "' + b"x y" * 250_000 + b'"\nrank = 0\ntransport = "local"\n', "chars] ..."),
+    "1 MB value": (b'[[nodes]]\nname = "' + b"x y" * 250_000 + b'"\nrank = 0\ntransport = "local"\n', "yx yx ... yx"),
 }
 
 

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
+from gb10check.api import ApiClient
 from gb10check.errors import ParseError, ServiceError
-from gb10check.inventory import Service
+from gb10check.inventory import ApiSpec
 from gb10check.parsers.vllm_api import parse_models
-from gb10check.service import ServiceClient
 
 
 def _serve_once(raw: bytes, close_early: bool = False):
@@ -35,11 +35,11 @@ def _serve_once(raw: bytes, close_early: bool = False):
     return listener
 
 
-def _client(port: int) -> ServiceClient:
-    spec = Service(
+def _client(port: int) -> ApiClient:
+    spec = ApiSpec(
         base_url=f"http://127.0.0.1:{port}", served_model_name="m", model="org/m", max_model_len=8, request_timeout=3
     )
-    return ServiceClient(spec, env={})
+    return ApiClient(spec, env={})
 
 
 def _http(status: str, body: bytes, ctype: str = "application/json") -> bytes:

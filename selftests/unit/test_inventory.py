@@ -114,4 +114,7 @@ def test_settings_no_check_reads_yet_are_named_as_planned():
     text = text.replace("# min_gbps = 100", "min_gbps = 100", 1).replace(
         "# stop_mem_available_gib = 5", "stop_mem_available_gib = 5"
     )
-    assert parse_inventory(text, "site").planned_settings() == ["links[0].min_gbps", "thresholds.stop_mem_available_gib"]
+    assert parse_inventory(text, "site").planned_settings() == [
+        "links[0].min_gbps",
+        "thresholds.stop_mem_available_gib",
+    ]

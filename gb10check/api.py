@@ -11,7 +11,7 @@ import httpx
 from gb10check import deadline, redact
 from gb10check.deadline import DeadlineTransport
 from gb10check.errors import ServiceError
-from gb10check.inventory import Service
+from gb10check.inventory import ApiSpec
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,8 @@ class HttpAnswer:
     elapsed: float
 
 
-class ServiceClient:
-    def __init__(self, spec: Service, env: dict[str, str] | None = None) -> None:
+class ApiClient:
+    def __init__(self, spec: ApiSpec, env: dict[str, str] | None = None) -> None:
         self.spec = spec
         env = dict(os.environ) if env is None else env
         key = env.get(spec.api_key_env) if spec.api_key_env else None

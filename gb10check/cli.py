@@ -1,0 +1,132 @@
+"""`gb10check`: the suite for operators, one stage at a time, from any directory.
+
+It runs pytest with the rootdir fixed to the suite (the clone that `bin/setup` installed from),
+so paths may be given with or without `=` and relative to where you are; everything pytest
+takes can follow. `pytest -m STAGE` from the clone keeps working the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+STAGES = {
+    "preflight": ("preflight", "before `docker compose up`: drivers, firewall, memory, images, weights, compose"),
+    "network": ("network", "after cabling / netplan: the RoCE links"),
+    "service": ("service", "after startup: the API on rank 0"),
+    "smoke": ("smoke", "after a reboot: the fast subset"),
+    "all": (None, "every check (the nightly run)"),
+}
+EXIT_CODES = """exit status:
+  0  every check passed (skips, with their reasons, allowed)
+  1  a check failed: the troubleshooting section and reports/summary.md say what to do
+  2  interrupted (SIGTERM, Ctrl-C): the reports were still written, marked interrupted
+  3  an internal error of the suite (please report it with the output)
+  4  usage or set-up error: no or bad inventory, unwritable reports folder, bad options
+  5  no check was selected (a -k or -m that matches nothing)"""
+# the suite's options that take a path: made absolute here, since pytest runs from the suite
+PATH_OPTIONS = ("--cluster", "--hints", "--reports-dir", "--junitxml", "--junit-xml")
+
+
+def suite_root() -> Path:
+    """The clone the package was installed from (editable, as bin/setup installs it)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "conftest.py").is_file() or not (root / "pytest.ini").is_file():
+        raise SystemExit(
+            f"gb10check: the suite's checks are not beside the package ({root}); install it from a clone with "
+            "bin/setup (pip install -e), which keeps them together"
+        )
+    return root
+
+
+def _absolute(args: list[str], cwd: Path) -> list[str]:
+    """`--cluster x.toml` and `--cluster=x.toml` alike become `--cluster=/abs/x.toml`."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in PATH_OPTIONS:
+            if not eq:
+                if i + 1 >= len(args):
+                    raise SystemExit(f"gb10check: {name} needs a path")
+                value, i = args[i + 1], i + 1
+            out.append(f"{name}={(cwd / Path(value).expanduser()).resolve()}")
+        elif name == "--sim" and eq and (value.endswith(".toml") or "/" in value):
+            out.append(f"--sim={(cwd / value).resolve()}")
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    stages = "\n".join(f"  {name:10} {about}" for name, (_, about) in STAGES.items())
+    return argparse.ArgumentParser(
+        prog="gb10check",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
+        usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
+        "       gb10check sim up [SCENARIO] | list | clean [--all]",
+        epilog=f"""stages:
+{stages}
+  sim        the simulated cluster by hand: up [SCENARIO], list, clean [--all] (needs root)
+
+options (also `pytest --help`, group gb10check):
+  --cluster PATH       the inventory (default: $GB10_CLUSTER, else ./cluster.toml)
+  --sim [SCENARIO]     run against the bundled simulated cluster instead (root)
+  --hints FILE         your site's own hints, added to the builtin catalogue
+  --reports-dir DIR    where junit.xml, summary.md and summary.json go
+  anything else        passed to pytest as it is (-k EXPR, -x, -n 2, --junitxml=PATH, -q ...)
+
+{EXIT_CODES}
+
+examples:
+  gb10check preflight --cluster /etc/gb10/cluster.toml
+  gb10check all --junitxml /var/log/gb10check/junit-$(date +%F).xml
+  gb10check network --sim link-down""",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # `gb10check sim list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help", "help"):
+        _parser().print_help()
+        return 0 if args else 4
+    stage, rest = args[0], args[1:]
+    root = suite_root()
+    if stage == "sim":
+        sys.path.insert(0, str(root))
+        from sim.__main__ import main as sim_main
+
+        return sim_main(rest)
+    if stage not in STAGES:
+        _parser().print_usage(sys.stderr)
+        print(f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'sim'])}", file=sys.stderr)
+        return 4
+    cwd = Path.cwd()
+    pytest_args = [f"--rootdir={root}", "-c", str(root / "pytest.ini"), *_absolute(rest, cwd)]
+    marker = STAGES[stage][0]
+    if marker:
+        pytest_args += ["-m", marker]
+    if not any(a.partition("=")[0] == "--cluster" for a in pytest_args) and not os.environ.get("GB10_CLUSTER"):
+        default = cwd / "cluster.toml"  # ./cluster.toml means the operator's directory, not the suite's
+        if default.is_file():
+            pytest_args.append(f"--cluster={default}")
+    import pytest
+
+    os.chdir(root)  # testpaths, the plugin and the default reports/ are the suite's
+    return int(pytest.main(pytest_args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
