@@ -32,7 +32,13 @@ def main(argv: list[str] | None = None) -> int:
             names = builtin_names()
             width = max(map(len, names))
             for name in names:
-                print(f"{name:{width}}  {load_scenario(name).data.get('description', '')}")
+                scenario = load_scenario(name)
+                print(f"{name:{width}}  {scenario.data.get('description', '')}")
+                if scenario.expect is not None:  # what it must fail, from the file's [expect]
+                    hints = sorted({h for ids in scenario.expect.fails.values() for h in ids})
+                    run = f"-m {scenario.expect.marker}" if scenario.expect.marker else "every marker"
+                    fails = f"{len(scenario.expect.fails)} check(s): {', '.join(hints)}" if hints else "nothing"
+                    print(f"{'':{width}}  ({run}) fails {fails}")
         elif args.cmd == "clean":
             reason = why_not_available()
             if reason:  # namespaces and /run/gb10sim are root's: without root nothing can be removed

@@ -17,7 +17,7 @@ from sim import spec
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 EXAMPLE_INVENTORY = Path(__file__).resolve().parent.parent / "fixtures" / "cluster.example.toml"
-TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory"}
+TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory", "expect"}
 
 
 def builtin_names() -> list[str]:
@@ -62,7 +62,10 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if base is None:
         return data
     base_path = _locate(base) if not base.endswith(".toml") else (path.parent / base)
-    return merge(_load_raw(base_path, (*seen, path.resolve())), data)
+    inherited = _load_raw(base_path, (*seen, path.resolve()))
+    inherited.pop("expect", None)  # what the base scenario must fail is not what this one must
+    inherited.pop("description", None)
+    return merge(inherited, data)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,12 @@ class Scenario:
     @property
     def service(self) -> dict[str, Any]:
         return dict(self.data.get("service", {}))
+
+    @property
+    def expect(self) -> spec.Expect | None:
+        """What a run against it must give (the self-tests' expectations), if the file says."""
+        raw = self.data.get("expect")
+        return spec.Expect.model_validate(raw) if raw is not None else None
 
 
 def _validate(path: Path, data: dict[str, Any]) -> None:

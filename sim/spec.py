@@ -124,8 +124,18 @@ class Deployment(_Spec):
     hf: Hf = Hf()
 
 
+class Expect(_Spec):
+    """What a run against the scenario must give: the self-tests read it (selftests/e2e/test_scenarios.py)."""
+
+    marker: Literal["preflight", "network", "service", "smoke"] | None = None  # None: every marker
+    # test id (or a pattern with `*`: every test it matches) -> the hint ids its failure carries
+    fails: dict[str, list[str]] = {}
+    skips: dict[str, str] = {}  # test id -> a phrase of the skip's reason
+
+
 class Scenario(_Spec):
     description: str = ""
+    expect: Expect | None = None  # the file's own: never inherited through `base`
     nodes: dict[str, Node] = Field(min_length=1)
     links: dict[str, Link] = {}
     unused_ports: dict[str, str] = {}  # rdma device -> netdev

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from selftests.e2e.runner import run_suite, sim_leftovers
+from sim.scenario import builtin_names, load_scenario
 
 pytestmark = pytest.mark.sim
 
@@ -17,119 +18,50 @@ LINK = "tests_network/test_roce_links.py::test_roce_link_up"
 MODEL = "tests_service/test_models.py::test_served_model"
 SSH = "tests_preflight/test_ssh_mesh.py::test_passwordless_ssh_over_qsfp"
 LINT = "tests_preflight/test_compose_lint.py::test_compose_rule"
-R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
-BOTH = (R0, R1)
-
-
-def on(test, *nodes, hint):
-    return {f"{test}[{n}]": {hint} for n in nodes}
-
-
-def lint(rule, *nodes, hint):
-    return {f"{LINT}[{n}-{rule}]": {hint} for n in nodes}
-
-
-# The whole suite: the foundation's scenarios
-EXPECTED_FAILURES = {
-    "healthy": {},
-    "driver-mismatch": {
-        **on(DRV, R1, hint="driver-version-mismatch"),
-        **on(INSTALLED, R1, hint="driver-reboot-pending"),  # 580.173.02 installed, 580.159.03 loaded
-        **on(GPU, R1, hint="gpu-not-in-container"),  # NVML refuses in the container too
-    },
-    "link-down": {
-        f"{LINK}[{R0}-enP2p1s0f0np0]": {"roce-link-down"},  # the peer of a down port sees no carrier
-        f"{LINK}[{R1}-enP2p1s0f0np0]": {"roce-link-down"},
-        **on(SSH, R1, hint="roce-link-down"),  # nothing answers on that QSFP address
-    },
-    "wrong-model": {MODEL: {"model-not-registered"}},
-}
-
-# `pytest -m preflight`: one scenario per check, breaking exactly that check (and what cannot be
-# checked without it, noted)
 P = "tests_preflight/"
-PREFLIGHT_FAILURES = {
-    "user-mismatch": {f"{P}test_user.py::test_same_user_on_every_node": {"user-mismatch"}},
-    "driver-reboot-pending": on(INSTALLED, R1, hint="driver-reboot-pending"),
-    "driver-deadlock": {
-        **on(f"{P}test_nvidia_smi.py::test_nvidia_smi_answers", R1, hint="driver-deadlock"),
-        f"{DRV}[{R1}]": {"command-timeout", "driver-deadlock"},  # no version without nvidia-smi
-        **on(GPU, R1, hint="driver-deadlock"),  # not tried: the container would hang on the same driver
-    },
-    "gpu-not-in-container": on(GPU, R1, hint="gpu-not-in-container"),
-    "firewall-blocks": on(f"{P}test_firewall.py::test_firewall_allows_cluster_traffic", R0, hint="ufw-blocks-cluster"),
-    "firewall-not-persistent": on(f"{P}test_firewall.py::test_firewall_after_reboot", R0, hint="ufw-not-persistent"),
-    "page-cache-full": on(f"{P}test_memory.py::test_memory_free_before_start", R1, hint="page-cache-full"),
-    "bf16-weights": on(f"{P}test_model_fit.py::test_model_fits", *BOTH, hint="bf16-does-not-fit"),
-    "generic-image": on(f"{P}test_image.py::test_compose_uses_the_deployment_image", *BOTH, hint="wrong-image"),
-    "image-missing": {
-        **on(f"{P}test_image.py::test_image_present", R1, hint="wrong-image"),  # only the generic release is there
-        **on(GPU, R1, hint="image-missing"),  # nothing to run nvidia-smi in
-        f"{P}test_image.py::test_image_layers_identical": {"image-missing"},
-    },
-    "image-layers-differ": {f"{P}test_image.py::test_image_layers_identical": {"image-layers-differ"}},
-    "weights-missing": {
-        **on(f"{P}test_weights.py::test_weights_present", R1, hint="weights-missing"),
-        # the other weight checks and the fit have no files to read on rank 1
-        **{
-            f"{P}test_weights.py::{t}[{R1}]": {"file-missing", "weights-missing"}
-            for t in ("test_weights_are_hub_symlinks", "test_weights_readable")
-        },
-        f"{P}test_weights.py::test_weights_identical": {"file-missing", "weights-missing"},
-        f"{P}test_model_fit.py::test_model_fits[{R1}]": {"file-missing", "weights-missing"},
-    },
-    "weights-differ": {f"{P}test_weights.py::test_weights_identical": {"weights-differ"}},
-    "rsync-dereferenced": on(f"{P}test_weights.py::test_weights_are_hub_symlinks", R1, hint="rsync-dereferenced"),
-    "hf-cache-permissions": on(f"{P}test_weights.py::test_weights_readable", R1, hint="hf-cache-permissions"),
-    "compose-differs": {
-        f"{P}test_deployment_files.py::test_compose_identical_on_every_node": {"deployment-files-differ"}
-    },
-    "env-mismatch": on(f"{P}test_deployment_files.py::test_env_names_this_node", R1, hint="env-mismatch"),
-    "master-addr-wrong": on(f"{P}test_deployment_files.py::test_master_addr_is_rank0", R1, hint="master-addr-wrong"),
-    "docker-cgroupfs": on(f"{P}test_docker.py::test_docker_memory_accounting", R1, hint="docker-cgroup-accounting"),
-    "netplan-missing": on(f"{P}test_netplan.py::test_netplan_configures_qsfp", R1, hint="netplan-missing"),
-    "netplan-permissions": on(f"{P}test_netplan.py::test_netplan_file_mode", R1, hint="netplan-permissions"),
-    "ssh-qsfp-denied": on(SSH, R1, hint="ssh-qsfp-denied"),
-    # the SSH user is not root and may not sudo: every root-only read says so
-    "no-sudo": {
-        **on(f"{P}test_firewall.py::test_firewall_allows_cluster_traffic", R1, hint="sudo-required"),
-        **on(f"{P}test_firewall.py::test_firewall_after_reboot", R1, hint="sudo-required"),
-        **on(f"{P}test_netplan.py::test_netplan_configures_qsfp", R1, hint="sudo-required"),
-        **on(f"{P}test_netplan.py::test_netplan_file_mode", R1, hint="sudo-required"),
-    },
-    "compose-bridge-network": lint("host-network", *BOTH, hint="compose-host-network"),
-    "compose-no-ipc-host": lint("ipc-host", *BOTH, hint="compose-ipc-host"),
-    "compose-restart-always": lint("restart-no", *BOTH, hint="compose-restart-policy"),
-    "compose-no-rdma-device": lint("rdma-device", *BOTH, hint="compose-rdma-device"),
-    "compose-no-ipc-lock": lint("ipc-lock", *BOTH, hint="compose-ipc-lock"),
-    "compose-memlock-limited": lint("memlock", *BOTH, hint="compose-memlock"),
-    "compose-memory-limit-low": lint("memory-limit", *BOTH, hint="compose-memory-limit"),
-    "compose-ipv6-sockets": lint("socket-family", *BOTH, hint="gloo-ipv6-timeout"),
-    "compose-gloo-libuv": lint("gloo-libuv", *BOTH, hint="gloo-libuv"),
-    "compose-socket-ifname-lan": lint("socket-ifname", *BOTH, hint="nccl-socket-ifname"),
-    "compose-gid-index": lint("ib-gid-index", *BOTH, hint="nccl-gid-index"),
-    "compose-hca-prefix": lint("ib-hca", *BOTH, hint="nccl-hca-not-exact"),
-    "compose-no-merge-nics": lint("ib-merge-nics", *BOTH, hint="nccl-merge-nics"),
-    "compose-follower-not-headless": lint("headless", R1, hint="follower-not-headless"),
-    "compose-cudagraph-mode-hyphen": lint("cudagraph-mode", *BOTH, hint="cudagraph-mode-hyphen"),
-    "compose-distributed-timeout-short": lint("distributed-timeout", *BOTH, hint="distributed-timeout-short"),
-    "compose-node-rank-fixed": lint("topology", R1, hint="distributed-args-wrong"),
-    "compose-no-reasoning-parser": lint("reasoning-parser", R0, hint="reasoning-parser-missing"),
-    "compose-no-tool-parser": lint("tool-call-parser", R0, hint="tool-call-parser-missing"),
-    "compose-served-name": lint("served-model-name", R0, hint="served-name-mismatch"),
-}
+R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 
 
 @pytest.fixture(scope="module")
 def healthy_ids(tmp_path_factory):
-    """Every test id of a healthy run, all markers and preflight only: the runs below must have them all."""
-    full = run_suite(tmp_path_factory.mktemp("healthy"), "--sim", "healthy")
-    pre = run_suite(tmp_path_factory.mktemp("healthy-pre"), "--sim", "healthy", "-m", "preflight")
-    assert full.failed() == {} and pre.failed() == {}, full.out + pre.out
-    return {"full": set(full.junit), "preflight": set(pre.junit)}
+    """Every test id of a healthy run, per marker (None: all): a fault run must have them all."""
+    cache: dict[str | None, set[str]] = {}
+
+    def ids(marker: str | None) -> set[str]:
+        if marker not in cache:
+            run = run_suite(tmp_path_factory.mktemp(f"healthy-{marker}"), "--sim", "healthy", *_marker(marker))
+            assert run.failed() == {} and run.rc == 0, run.out
+            cache[marker] = set(run.junit)
+        return cache[marker]
+
+    return ids
 
 
-def _check(run, expected, ids):
+def _marker(marker: str | None) -> tuple[str, ...]:
+    return ("-m", marker) if marker else ()
+
+
+def expected_failures(expect, ids: set[str]) -> dict[str, set[str]]:
+    """The scenario's [expect.fails], its `*` patterns resolved against the run's test ids."""
+    exact = {tid: set(h) for tid, h in expect.fails.items() if "*" not in tid}
+    out = dict(exact)
+    for pattern, hints in expect.fails.items():
+        if "*" in pattern:
+            glob = re.compile(".*".join(map(re.escape, pattern.split("*"))))  # only `*` is special: ids have [ ]
+            matched = {tid for tid in ids if glob.fullmatch(tid) and tid not in exact}
+            assert matched, f"the pattern {pattern!r} matches no test"
+            out |= {tid: set(hints) for tid in matched}
+    return out
+
+
+@pytest.mark.parametrize("scenario", builtin_names())
+def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids):
+    """Each builtin scenario states in its file what it breaks and what must fail ([expect])."""
+    expect = load_scenario(scenario).expect
+    assert expect is not None, f"sim/scenarios/{scenario}.toml has no [expect] table"
+    run = run_suite(tmp_path, "--sim", scenario, *_marker(expect.marker))
+    ids = healthy_ids(expect.marker)
+    expected = expected_failures(expect, ids)
     assert set(run.junit) == ids, run.out
     assert run.failed() == expected, run.out
     assert run.rc == (1 if expected else 0), run.out
@@ -137,62 +69,17 @@ def _check(run, expected, ids):
         message = run.junit[tid]["message"]
         for hint_id in expected[tid]:
             assert f"[{hint_id}]" in message, f"{tid}: the JUnit failure message lacks [{hint_id}]: {message}"
+    skipped = run.skipped()
+    for tid, reason in expect.skips.items():
+        assert reason in skipped.get(tid, ""), (tid, skipped.get(tid))
+    if expect.skips:
+        assert set(skipped) == set(expect.skips), skipped
     assert sim_leftovers(run.pid) == []
     # the terminal run ends with the troubleshooting section for what failed
     if expected:
         tail = run.out.split("= troubleshooting =", 1)[1]
         for hint_id in set().union(*expected.values()):
             assert f"[{hint_id}]" in tail
-
-
-@pytest.mark.parametrize("scenario", [s for s in EXPECTED_FAILURES if s != "healthy"])
-def test_scenario_fails_exactly_what_the_fault_explains(scenario, tmp_path, healthy_ids):
-    _check(run_suite(tmp_path, "--sim", scenario), EXPECTED_FAILURES[scenario], healthy_ids["full"])
-
-
-@pytest.mark.parametrize("scenario", list(PREFLIGHT_FAILURES))
-def test_preflight_scenario_fails_exactly_its_check(scenario, tmp_path, healthy_ids):
-    _check(
-        run_suite(tmp_path, "--sim", scenario, "-m", "preflight"),
-        PREFLIGHT_FAILURES[scenario],
-        healthy_ids["preflight"],
-    )
-
-
-def test_every_builtin_scenario_is_exercised():
-    from sim.scenario import builtin_names
-
-    covered = set(EXPECTED_FAILURES) | set(PREFLIGHT_FAILURES) | {"node-down", "weights-loading"}
-    assert set(builtin_names()) == covered
-
-
-def test_weights_loading_skips_the_nvidia_smi_checks_with_the_reason(tmp_path, healthy_ids):
-    """nvidia-smi blocked while the containers load weights is startup, not a driver deadlock."""
-    run = run_suite(tmp_path, "--sim", "weights-loading", "-m", "preflight")
-    assert set(run.junit) == healthy_ids["preflight"], run.out
-    assert run.failed() == {} and run.rc == 0, run.out
-    skipped = run.skipped()
-    assert set(skipped) == {
-        f"{P}test_nvidia_smi.py::test_nvidia_smi_answers[{R1}]",
-        f"{DRV}[{R1}]",
-        f"{GPU}[{R1}]",
-        *(f"{P}test_memory.py::test_memory_free_before_start[{n}]" for n in BOTH),
-    }, run.out
-    assert "while the vLLM container vllm-qwen38 is starting" in skipped[f"{DRV}[{R1}]"]
-
-
-def test_node_down_fails_that_node_only(tmp_path, healthy_ids):
-    run = run_suite(tmp_path, "--sim", "node-down")
-    assert set(run.junit) == healthy_ids["full"], run.out
-    failed = run.failed()
-    link_faults = {f"{SSH}[{R1}]", f"{LINK}[{R0}-enp1s0f0np0]", f"{LINK}[{R0}-enP2p1s0f0np0]"}
-    for tid, hints in failed.items():
-        if tid in link_faults:  # rank 0 sees the dark links, and cannot reach rank 1 over QSFP
-            assert hints == {"roce-link-down"}, (tid, hints)
-        else:  # rank 1's own checks, and the checks that compare all nodes
-            assert hints == {"node-unreachable"} and (R1 in tid or "[" not in tid), (tid, hints)
-    assert link_faults <= set(failed)
-    assert MODEL not in failed and f"{DRV}[{R0}]" not in failed
 
 
 def test_driver_mismatch_message_gives_both_versions(tmp_path):
