@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -139,3 +140,31 @@ class Catalogue:
                 out.append(self._hints[hint_id])
         out += [h for h in self.match(text) if h not in out]
         return out
+
+
+# -- where hint ids are named in code --------------------------------------------------------
+_NAMING_KEYWORDS = {"hints", "hint_ids", "hint"}
+
+
+def _id_strings(node: ast.AST) -> list[tuple[str, int]]:
+    return [
+        (n.value, n.lineno)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and _ID_RE.match(n.value)
+    ]
+
+
+def hint_ids_in_source(text: str) -> list[tuple[str, int]]:
+    """Hint ids a module names, with their lines: `@pytest.mark.hints(...)`, `hints=` / `hint_ids=` /
+    `hint=` arguments, and `hint` / `hint_ids` assignments (class attributes, a chosen hint)."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.keyword) and node.arg in _NAMING_KEYWORDS:
+            found += _id_strings(node.value)
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in _NAMING_KEYWORDS for t in targets):
+                found += _id_strings(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "hints":
+            found += [item for arg in node.args for item in _id_strings(arg)]
+    return found

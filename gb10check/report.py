@@ -13,16 +13,7 @@ from typing import Any
 
 from gb10check.errors import ReportsUnwritable
 from gb10check.redact import redact, redact_tree
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One comparison a check made (gb10check.verdict.Evidence.expect)."""
-
-    what: str
-    expected: str
-    found: str
-    ok: bool
+from gb10check.verdict import Comparison
 
 
 @dataclass
@@ -31,7 +22,7 @@ class Row:
     check: str  # the test's name with its parameters, as `pytest -k` takes it
     node: str | None
     verdict: str  # passed / failed / error / skipped
-    evidence: list[Measured] = field(default_factory=list)
+    evidence: list[Comparison] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     message: str = ""
     duration: float = 0.0

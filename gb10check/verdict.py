@@ -21,12 +21,24 @@ class CheckFailed(AssertionError):
         self.context = dict(context or {})  # fields for the hint's commands (the file to fix, ...)
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison a check made, pass or fail: the one record checks, JUnit and the summary share."""
+
+    what: str
+    expected: str
+    found: str
+    ok: bool
+    detail: str = ""  # said on failure only
+    hints: tuple[str, ...] = ()  # the diagnosis the check chose for this failure, if any
+
+
 @dataclass(repr=False)
 class Evidence:
     """What one test measured; the plugin copies it into JUnit properties and the summary."""
 
     node: str | None = None
-    items: list[tuple[str, str, str, bool]] = field(default_factory=list)  # what, expected, found, ok
+    items: list[Comparison] = field(default_factory=list)
 
     def expect(
         self,
@@ -44,7 +56,7 @@ class Evidence:
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
-        self.items.append((what, expected, found, bool(ok)))
+        self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))
         if not ok:
             place = self.node or "the cluster"
             raise CheckFailed(

@@ -1,16 +1,36 @@
 """The compose file, rule by rule (gb10check/compose_rules.py), as each node's Docker Compose reads it."""
 
+from dataclasses import dataclass
+
 import pytest
 
-from gb10check.compose_rules import Context, NotApplicable
+from fixtures.cluster import INVENTORY, OnNode
+from gb10check.compose_rules import RULES, Context, NotApplicable, Rule
 from gb10check.facts import compose_service, vllm_run
 from gb10check.parsers.meminfo import parse_meminfo
 
 pytestmark = pytest.mark.preflight
 
 
+@dataclass(frozen=True)
+class RuleOnNode(OnNode):
+    rule: Rule
+
+    def __str__(self) -> str:
+        return f"{self.node}-{self.rule.id}"
+
+
+def pytest_generate_tests(metafunc):
+    """One case per rule and node (rank-0 rules on rank 0 only), each with its rule's hint."""
+    if "rule_on_node" in metafunc.fixturenames and INVENTORY in metafunc.config.stash:
+        nodes = metafunc.config.stash[INVENTORY].nodes
+        cases = [RuleOnNode(n.name, rule) for rule in RULES for n in nodes if n.rank == 0 or not rule.rank0_only]
+        metafunc.parametrize(
+            "rule_on_node", [pytest.param(c, id=str(c), marks=pytest.mark.hints(c.rule.hint)) for c in cases]
+        )
+
+
 def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
-    """One test per rule and node (rank-0 rules on rank 0 only); parametrized in fixtures/cluster.py."""
     node, rule = cluster[rule_on_node.node], rule_on_node.rule
     cluster.gather()
     snap = node.snapshot()

@@ -35,13 +35,13 @@ def _probe(node, deployment, thresholds):
     how = f"docker exec {deployment.container}" if running else f"docker run --rm --gpus all {deployment.image}"
     if snap.raw("nvidia_smi_query").timed_out:
         # the container's nvidia-smi would wait on the same stuck driver: not worth another hang
-        return Tried(how, None, "nvidia-smi on the host does not answer", "driver-deadlock")
+        return Tried(how, None, "nvidia-smi on the host does not answer", hint="driver-deadlock")
     if running:
         cmd = f"docker exec {shlex.quote(deployment.container)} nvidia-smi -L"
         timeout = thresholds.nvidia_smi_timeout + EXEC_OVERHEAD_S
     else:
         if snap.parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1)) is None:
-            return Tried(how, None, f"the image {deployment.image} is not on this node", "image-missing")
+            return Tried(how, None, f"the image {deployment.image} is not on this node", hint="image-missing")
         cmd = (
             "docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi "
             f"{shlex.quote(deployment.image)} -L"

@@ -20,6 +20,7 @@ def _last_line(text):
 
 @pytest.mark.hints("ssh-qsfp-denied")
 def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
+    peer = peer.node
     if not inventory.links:
         pytest.skip("the inventory lists no QSFP links to log in over")
     rank0 = inventory.api_node.name

@@ -9,9 +9,8 @@ pytestmark = pytest.mark.service
 
 @pytest.mark.smoke
 @pytest.mark.hints("model-not-registered")
-def test_served_model(api, inventory, evidence):
+def test_served_model(api, api_node, inventory, evidence):
     spec = inventory.service
-    evidence.node = inventory.api_node.name
     answer = api.get("/v1/models")
     evidence.expect(
         answer.status == 200,

@@ -15,7 +15,7 @@ DRV = "tests_preflight/test_driver.py::test_driver_versions_match"
 INSTALLED = "tests_preflight/test_driver.py::test_installed_module_is_the_loaded_one"
 GPU = "tests_preflight/test_container_gpu.py::test_gpu_visible_in_container"
 LINK = "tests_network/test_roce_links.py::test_roce_link_up"
-MODEL = "tests_service/test_models.py::test_served_model"
+MODEL = "tests_service/test_models.py::test_served_model[thinkstationpgx-30]"
 SSH = "tests_preflight/test_ssh_mesh.py::test_passwordless_ssh_over_qsfp"
 LINT = "tests_preflight/test_compose_lint.py::test_compose_rule"
 P = "tests_preflight/"
@@ -116,7 +116,7 @@ def test_summary_records_verdicts_measurements_and_hints(tmp_path):
         ("kernel module 580.173.02, userspace 580.173.02", True),
     ]
     md = (tmp_path / "reports" / "summary.md").read_text()
-    assert "| test_served_model | thinkstationpgx-30 | failed | " in md and "[model-not-registered]" in md
+    assert f"| test_served_model[{R0}] | {R0} | failed | " in md and "[model-not-registered]" in md
 
 
 def test_one_snapshot_round_trip_per_node(tmp_path):

@@ -101,7 +101,28 @@ def test_unknown_hint_id_is_a_usage_error(suite):
     suite.makepyfile(test_z='import pytest\n@pytest.mark.hints("no-such-hint")\ndef test_a():\n    pass\n')
     result = suite.runpytest("--cluster=inv.toml", "--reports-dir=out")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*tests name hint ids the catalogue lacks:*", "*test_z.py::test_a: no-such-hint*"])
+    result.stderr.fnmatch_lines(["*hint ids the catalogue lacks:*", "*test_z.py::test_a: no-such-hint*"])
+
+
+def test_an_unknown_hint_in_a_check_or_an_error_is_a_usage_error_before_any_node(suite):
+    """Not only marks: `evidence.expect(hints=...)`, an error's hint_ids, a chosen `hint = ...`."""
+    suite.makepyfile(
+        test_y="""
+        from gb10check.errors import GB10Error
+
+        class Mine(GB10Error):
+            hint_ids = ("no-such-error-hint",)
+
+        def test_a(evidence):
+            hint = "no-such-chosen-hint"
+            evidence.expect(False, what="x", expected="y", found="z", hints=("no-such-expect-hint",))
+        """
+    )
+    result = suite.runpytest("--cluster=inv.toml", "--reports-dir=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    for line in (4, 7, 8):
+        assert f"test_y.py:{line}: no-such-" in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
 def test_site_hints_file(suite):

@@ -77,4 +77,4 @@ def test_every_error_excerpt_and_found_value_passes_the_step():
     ev = Evidence(node="n")
     with pytest.raises(CheckFailed) as failed:
         ev.expect(False, what="env", expected="HF_TOKEN set", found="HF_TOKEN=hf_abcdefghijkl")
-    assert "hf_abcdefghijkl" not in str(failed.value) and ev.items[0][2] == "HF_TOKEN=***"
+    assert "hf_abcdefghijkl" not in str(failed.value) and ev.items[0].found == "HF_TOKEN=***"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check.verdict import CheckFailed, Evidence
+from gb10check.verdict import CheckFailed, Comparison, Evidence
 
 
 def test_a_pass_is_recorded_with_what_was_found():
     ev = Evidence(node="n1")
     ev.expect(True, what="MemFree", expected=">= 100 GiB", found="110 GiB")
-    assert ev.items == [("MemFree", ">= 100 GiB", "110 GiB", True)]
+    assert ev.items == [Comparison("MemFree", ">= 100 GiB", "110 GiB", True)]
 
 
 def test_a_failure_says_expected_found_where_and_carries_its_hints():
@@ -19,7 +19,7 @@ def test_a_failure_says_expected_found_where_and_carries_its_hints():
         ev.expect(False, what="MemFree", expected=">= 100 GiB", found="20 GiB", detail="drop caches", hints=("x",))
     assert str(info.value) == "MemFree on n1: expected >= 100 GiB, found 20 GiB; drop caches"
     assert info.value.hint_ids == ("x",)
-    assert ev.items[-1][3] is False
+    assert ev.items[-1].ok is False
 
 
 @pytest.mark.parametrize("ok", [True, False])
