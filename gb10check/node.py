@@ -2,95 +2,15 @@
 
 from __future__ import annotations
 
-import copy
-import re
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TypeVar
 
 from gb10check import inventory as inv
 from gb10check import redact
-from gb10check.errors import (
-    CommandTimeout,
-    GB10Error,
-    MissingFile,
-    ParseError,
-    PrivilegeRequired,
-    ToolMissing,
-    TransportError,
-    clip,
-)
+from gb10check.errors import TransportError
 from gb10check.parallel import map_parallel
-from gb10check.probes import NO_SUDO, probes_for
-from gb10check.snapshot import Probe, build_script, new_boundary, script_timeout, split_output
+from gb10check.probes import probes_for
+from gb10check.snapshot import Probe, Snapshot, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
-
-T = TypeVar("T")
-# dash: "sh: 1: docker: not found"; bash: "bash: line 1: docker: command not found"
-_NOT_FOUND = re.compile(r"(?P<tool>[\w./+-]+): (?:command )?not found")
-# cat: /home/x/.env: No such file or directory; find: '/home/x': No such file or directory
-_NO_SUCH_FILE = re.compile(r"(?:^|\s)'?(?P<path>/[^':\n]+)'?: No such file or directory")
-# sudo -n without a NOPASSWD rule, ufw run as a user, or the inventory forbidding sudo
-_REFUSED = re.compile(
-    rf"^sudo: (a password is required|a terminal is required)|You need to be root to run this script"
-    rf"|{re.escape(NO_SUDO)}",
-    re.MULTILINE,
-)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    node: str
-    results: dict[str, CommandResult]
-    error: GB10Error | None = None  # set when the node could not be asked at all
-
-    def raw(self, probe: str) -> CommandResult:
-        """The probe's result; raises the node's transport error when there is no evidence."""
-        if self.error is not None:
-            # a fresh copy per check: re-raising one stored exception grows its traceback with every check
-            raise copy.copy(self.error) from None
-        return self.results[probe]
-
-    def ran(self, probe: str) -> CommandResult:
-        """The probe's result, raising when its tool is not there (no evidence either way).
-        A timeout is returned: some checks judge it themselves."""
-        res = self.raw(probe)
-        if res.rc == 127:  # sh: the command was not found
-            named = _NOT_FOUND.search(res.stderr)
-            tool = f"`{named['tool']}` is" if named else "a tool it runs is"
-            raise ToolMissing(
-                f"{self.node}: {tool} not installed or not on PATH (needed for `{clip(res.command, 120)}`): "
-                f"{clip(res.stderr.strip(), 200)}"
-            )
-        return res
-
-    def parsed(self, probe: str, parser: Callable[[str], T], *, accept_rc: Iterable[int] = (0,)) -> T:
-        """Parse a probe's stdout. Timeouts, missing tools and unexpected exits raise, never pass."""
-        res = self.ran(probe)
-        if res.timed_out:
-            raise CommandTimeout(
-                f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s",
-                context={"command": res.command},
-            )
-        if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
-            raise PrivilegeRequired(
-                f"{self.node}: `{res.command}` needs root and was refused: {clip(res.stderr.strip(), 200)!r}; "
-                "run the suite as root there, or allow `sudo -n` (sudo = true and a NOPASSWD rule)"
-            )
-        if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
-            named = _NO_SUCH_FILE.search(res.stderr)
-            raise MissingFile(
-                f"{self.node}: {clip(res.stderr.strip())}", context={"path": named["path"]} if named else None
-            )
-        text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
-        try:
-            return parser(text)
-        except ParseError as exc:
-            if res.rc not in tuple(accept_rc):
-                detail = f"exit status {res.rc}, stderr {clip(res.stderr.strip(), 200)!r}"
-                raise ParseError(exc.what, detail, text, hint_ids=exc.hint_ids) from exc
-            raise
 
 
 class Node:

@@ -1,19 +1,79 @@
-"""The snapshot's probes for one node of an inventory: every cheap read-only fact, one round trip.
+"""Every fact the snapshot reads, declared once: its name, its command, its bound and its parser.
 
-Probes that read root-only files go through `as_root`: directly when the session is root, else
-`sudo -n` (never a prompt) when the inventory allows sudo on that node, else a clear refusal.
+A check asks the snapshot for a fact by its declaration (`snap.fact(MEMINFO)`), never by a
+string. `probes_for` turns the declarations that apply to a node into the probes of its one
+snapshot round trip. Probes that read root-only files go through `as_root`: directly when the
+session is root, else `sudo -n` (never a prompt) when the inventory allows sudo on that node,
+else a clear refusal.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from gb10check import inventory as inv
-from gb10check.parsers.framed import framed_files_command
-from gb10check.parsers.hfcache import LISTING_FORMAT
-from gb10check.snapshot import Probe
+from gb10check.compose import parse_dotenv
+from gb10check.fit import ModelDims, parse_model_config
+from gb10check.parsers.docker import (
+    Container,
+    DockerInfo,
+    Image,
+    parse_container_inspect,
+    parse_docker_info,
+    parse_image_inspect,
+    parse_image_list,
+)
+from gb10check.parsers.framed import FileRead, framed_files_command, parse_framed_files, parse_word
+from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
+from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
+from gb10check.parsers.meminfo import MemInfo, parse_meminfo
+from gb10check.parsers.nvidia import (
+    KernelModule,
+    NvidiaSmiResult,
+    parse_modinfo_version,
+    parse_module_version,
+    parse_nvidia_smi_query,
+    parse_proc_driver_version,
+)
+from gb10check.parsers.ufw import (
+    UfwRule,
+    UfwStatus,
+    parse_default_input_policy,
+    parse_ufw_conf,
+    parse_ufw_status,
+    parse_user_rules,
+)
+from gb10check.snapshot import NO_SUDO, Probe, Read
 
-NO_SUDO = "gb10check: needs root; the session is not root and the inventory sets sudo = false for this node"
+
+@dataclass(frozen=True)
+class Where:
+    """What a probe's command may depend on: the inventory and the node it runs on."""
+
+    inventory: inv.Inventory
+    node: inv.Node
+
+    @property
+    def deployment(self) -> inv.Deployment | None:
+        return self.inventory.deployment
+
+    @property
+    def hub(self) -> str | None:
+        """The model's hub folder, when the inventory has a deployment and a service."""
+        d, s = self.inventory.deployment, self.inventory.service
+        return shlex.quote(hub_folder(d.hf_cache, s.model)) if d and s else None
+
+
+def as_root(command: str, sudo: bool) -> str:
+    fallback = f"sudo -n {command}" if sudo else f"echo {shlex.quote(NO_SUDO)} >&2; exit 126"
+    return f'if [ "$(id -u)" = 0 ]; then {command}; else {fallback}; fi'
+
+
+def as_root_reader(sudo: bool) -> str:
+    """A `cat FILE` that may read root-only files (the reader of framed_files_command's loop)."""
+    return "sh -c " + shlex.quote(as_root('cat "$1"', sudo)) + " _"
 
 
 # The root-only reads, as sudo resolves them (secure_path): what a sudoers rule must name exactly.
@@ -25,98 +85,163 @@ def root_reads(netplan_files: list[str]) -> list[str]:
     return [*ROOT_READS, *(f"/usr/bin/cat {shlex.quote(path)}" for path in netplan_files)]
 
 
-def as_root(command: str, sudo: bool) -> str:
-    fallback = f"sudo -n {command}" if sudo else f"echo {shlex.quote(NO_SUDO)} >&2; exit 126"
-    return f'if [ "$(id -u)" = 0 ]; then {command}; else {fallback}; fi'
-
-
 def hub_folder(hf_cache: str, model: str) -> str:
     """Where the hub keeps a model: <cache>/hub/models--ORG--NAME."""
     return f"{hf_cache.rstrip('/')}/hub/models--{model.replace('/', '--')}"
 
 
-def _base(node: inv.Node, t: inv.Thresholds) -> list[Probe]:
-    q = shlex.quote
-    return [
-        Probe("proc_driver_version", "cat /proc/driver/nvidia/version"),
-        Probe("module_version", "cat /sys/module/nvidia/version"),
-        Probe("modinfo_version", "modinfo -F version nvidia"),
-        Probe(
-            "nvidia_smi_query",
-            "nvidia-smi --query-gpu=driver_version,name --format=csv,noheader",
-            timeout=t.nvidia_smi_timeout,
-        ),
-        Probe("ibdev2netdev", "ibdev2netdev"),
-        Probe("meminfo", "cat /proc/meminfo"),
-        Probe("whoami", "id -un"),
-        Probe("groups", "id -Gn"),
-        Probe("ufw_status", as_root("ufw status verbose", node.sudo), display="ufw status verbose (as root)"),
-        Probe("ufw_rules", as_root("cat /etc/ufw/user.rules", node.sudo), display="cat /etc/ufw/user.rules (as root)"),
-        Probe("ufw_conf", "cat /etc/ufw/ufw.conf"),
-        Probe("ufw_default", "cat /etc/default/ufw"),
-        Probe("ufw_unit", "systemctl is-enabled ufw.service"),
-        Probe(
-            "netplan",
-            framed_files_command("/etc/netplan/*.yaml /etc/netplan/*.yml", as_root_reader(node.sudo)),
-            display="cat /etc/netplan/*.yaml (as root)",
-        ),
-        Probe("docker_info", "docker info --format " + q("{{json .}}")),
-        Probe("docker_images", "docker image ls --format " + q("{{.Repository}}:{{.Tag}}")),
-    ]
+def _always(command: str) -> Callable[[Where], str]:
+    return lambda _where: command
 
 
-def as_root_reader(sudo: bool) -> str:
-    """A `cat FILE` that may read root-only files (the reader of framed_files_command's loop)."""
-    return "sh -c " + shlex.quote(as_root('cat "$1"', sudo)) + " _"
+def _deployed(command: Callable[[inv.Deployment], str]) -> Callable[[Where], str | None]:
+    return lambda w: command(w.deployment) if w.deployment is not None else None
 
 
-def _deployment(d: inv.Deployment, model: str | None) -> list[Probe]:
-    q = shlex.quote
-    out = [
-        Probe("image_inspect", f"docker image inspect {q(d.image)}"),
-        Probe("container", f"docker container inspect {q(d.container)}"),
-        Probe("compose", f"cat {q(d.compose_file)}"),
-        Probe("dotenv", f"cat {q(d.env_file)}"),
-    ]
-    if model:
-        folder = q(hub_folder(d.hf_cache, model))
-        snapshot = f'{folder}/snapshots/"$(cat {folder}/refs/main)"'
-        out += [
-            Probe("hf_listing", f"find {folder} -printf {q(LISTING_FORMAT)}"),
-            Probe("hf_revision", f"cat {folder}/refs/main"),
-            Probe("hf_config", f"cat {snapshot}/config.json"),
-            Probe("hf_index", f"head -c 65536 {snapshot}/model.safetensors.index.json"),
-        ]
-    return out
+def _in_hub(command: Callable[[str], str]) -> Callable[[Where], str | None]:
+    return lambda w: command(w.hub) if w.hub is not None else None
 
 
-def ssh_probe(peer: str, netdev: str) -> str:
-    """The name of rank 0's probe that logs in to `peer` over the QSFP address on `netdev`."""
-    return f"ssh_to:{peer}:{netdev}"
+def _snapshot_file(name: str) -> Callable[[str], str]:
+    return lambda hub: f'{hub}/snapshots/"$(cat {hub}/refs/main)"/{name}'
 
 
-def _ssh_mesh(inventory: inv.Inventory, this: inv.Node) -> list[Probe]:
-    """From rank 0: a non-interactive SSH login to every peer over each of its QSFP addresses
-    (one probe each, so they run at once and each has its own verdict)."""
-    timeout = max(1, round(inventory.ssh.connect_timeout))
-    return [
-        Probe(
-            ssh_probe(peer, link.netdev),
-            f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
-            f"-o PasswordAuthentication=no {shlex.quote(link.ip(peer))} true",
-            timeout=float(timeout + 5),
-        )
-        for link in inventory.links
-        for peer in link.addresses
-        if peer != this.name
-    ]
+q = shlex.quote
+
+# -- the driver ----------------------------------------------------------------------------------
+PROC_DRIVER_VERSION: Read[KernelModule] = Read(
+    "proc_driver_version", _always("cat /proc/driver/nvidia/version"), parse_proc_driver_version
+)
+MODULE_VERSION: Read[str] = Read("module_version", _always("cat /sys/module/nvidia/version"), parse_module_version)
+MODINFO_VERSION: Read[str] = Read("modinfo_version", _always("modinfo -F version nvidia"), parse_modinfo_version)
+# nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message it parses
+NVIDIA_SMI: Read[NvidiaSmiResult] = Read(
+    "nvidia_smi_query",
+    _always("nvidia-smi --query-gpu=driver_version,name --format=csv,noheader"),
+    parse_nvidia_smi_query,
+    accept_rc=(0, 9, 18),
+    bound=lambda t: t.nvidia_smi_timeout,
+)
+# -- the host ------------------------------------------------------------------------------------
+IBDEV2NETDEV: Read[tuple[RdmaPort, ...]] = Read("ibdev2netdev", _always("ibdev2netdev"), parse_ibdev2netdev)
+MEMINFO: Read[MemInfo] = Read("meminfo", _always("cat /proc/meminfo"), parse_meminfo)
+WHOAMI: Read[str] = Read("whoami", _always("id -un"), lambda t: parse_word(t, "id -un"))
+GROUPS: Read[list[str]] = Read("groups", _always("id -Gn"), str.split)
+# -- the firewall --------------------------------------------------------------------------------
+UFW_STATUS: Read[UfwStatus] = Read(
+    "ufw_status",
+    lambda w: as_root("ufw status verbose", w.node.sudo),
+    parse_ufw_status,
+    display="ufw status verbose (as root)",
+)
+UFW_RULES: Read[list[UfwRule]] = Read(
+    "ufw_rules",
+    lambda w: as_root("cat /etc/ufw/user.rules", w.node.sudo),
+    parse_user_rules,
+    display="cat /etc/ufw/user.rules (as root)",
+)
+UFW_CONF: Read[bool] = Read("ufw_conf", _always("cat /etc/ufw/ufw.conf"), parse_ufw_conf)
+UFW_DEFAULT: Read[str] = Read("ufw_default", _always("cat /etc/default/ufw"), parse_default_input_policy)
+# systemctl is-enabled exits 1 for "disabled", with the word
+UFW_UNIT: Read[str] = Read(
+    "ufw_unit",
+    _always("systemctl is-enabled ufw.service"),
+    lambda t: parse_word(t, "systemctl is-enabled ufw"),
+    accept_rc=(0, 1),
+)
+NETPLAN: Read[list[FileRead]] = Read(
+    "netplan",
+    lambda w: framed_files_command("/etc/netplan/*.yaml /etc/netplan/*.yml", as_root_reader(w.node.sudo)),
+    lambda t: parse_framed_files(t, "/etc/netplan/*.yaml"),
+    display="cat /etc/netplan/*.yaml (as root)",
+)
+# -- docker --------------------------------------------------------------------------------------
+DOCKER_INFO: Read[DockerInfo] = Read(
+    "docker_info", _always("docker info --format " + q("{{json .}}")), parse_docker_info
+)
+DOCKER_IMAGES: Read[list[str]] = Read(
+    "docker_images", _always("docker image ls --format " + q("{{.Repository}}:{{.Tag}}")), parse_image_list
+)
+# docker exits 1 for an image or a container that does not exist: None
+IMAGE: Read[Image | None] = Read(
+    "image_inspect", _deployed(lambda d: f"docker image inspect {q(d.image)}"), parse_image_inspect, accept_rc=(0, 1)
+)
+CONTAINER: Read[Container | None] = Read(
+    "container",
+    _deployed(lambda d: f"docker container inspect {q(d.container)}"),
+    parse_container_inspect,
+    accept_rc=(0, 1),
+)
+# -- the deployment's files (the compose is read with the node's .env: gb10check/facts.py) ------------
+COMPOSE: Read[str] = Read("compose", _deployed(lambda d: f"cat {q(d.compose_file)}"), str)
+DOTENV: Read[dict[str, str]] = Read("dotenv", _deployed(lambda d: f"cat {q(d.env_file)}"), parse_dotenv)
+# -- the model's hub folder ----------------------------------------------------------------------
+HF_LISTING: Read[dict[str, Entry]] = Read(
+    "hf_listing", _in_hub(lambda h: f"find {h} -printf {q(LISTING_FORMAT)}"), parse_listing
+)
+HF_REVISION: Read[str] = Read("hf_revision", _in_hub(lambda h: f"cat {h}/refs/main"), parse_revision)
+HF_CONFIG: Read[ModelDims] = Read(
+    "hf_config", _in_hub(lambda h: "cat " + _snapshot_file("config.json")(h)), parse_model_config
+)
+HF_INDEX: Read[int] = Read(
+    "hf_index",
+    _in_hub(lambda h: "head -c 65536 " + _snapshot_file("model.safetensors.index.json")(h)),
+    parse_index_total_size,
+)
+
+SNAPSHOT_READS: tuple[Read[object], ...] = (
+    PROC_DRIVER_VERSION,
+    MODULE_VERSION,
+    MODINFO_VERSION,
+    NVIDIA_SMI,
+    IBDEV2NETDEV,
+    MEMINFO,
+    WHOAMI,
+    GROUPS,
+    UFW_STATUS,
+    UFW_RULES,
+    UFW_CONF,
+    UFW_DEFAULT,
+    UFW_UNIT,
+    NETPLAN,
+    DOCKER_INFO,
+    DOCKER_IMAGES,
+    IMAGE,
+    CONTAINER,
+    COMPOSE,
+    DOTENV,
+    HF_LISTING,
+    HF_REVISION,
+    HF_CONFIG,
+    HF_INDEX,
+)
+
+
+def ssh_login(peer: str, link: inv.Link, connect_timeout: float) -> Read[str]:
+    """From rank 0: a non-interactive SSH login to `peer` over its QSFP address on `link` (one probe
+    per peer and address, so they run at once and each has its own verdict). Judged raw."""
+    timeout = max(1, round(connect_timeout))
+    command = (
+        f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
+        f"-o PasswordAuthentication=no {q(link.ip(peer))} true"
+    )
+    return Read(f"ssh_to:{peer}:{link.netdev}", _always(command), str, bound=lambda _t: float(timeout + 5))
+
+
+def ssh_logins(inventory: inv.Inventory, node: inv.Node) -> list[Read[str]]:
+    if node.rank != 0 or len(inventory.nodes) < 2:
+        return []
+    t = inventory.ssh.connect_timeout
+    return [ssh_login(peer, link, t) for link in inventory.links for peer in link.addresses if peer != node.name]
 
 
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
-    probes = _base(node, inventory.thresholds)
-    if inventory.deployment is not None:
-        model = inventory.service.model if inventory.service else None
-        probes += _deployment(inventory.deployment, model)
-    if node.rank == 0 and len(inventory.nodes) > 1 and inventory.links:
-        probes += _ssh_mesh(inventory, node)
+    """The probes of one node's snapshot: every declared read that applies to it."""
+    where = Where(inventory, node)
+    probes = []
+    for read in (*SNAPSHOT_READS, *ssh_logins(inventory, node)):
+        command = read.command(where)
+        if command is not None:
+            bound = read.bound(inventory.thresholds) if read.bound else None
+            probes.append(Probe(read.name, command, bound, read.display))
     return tuple(probes)

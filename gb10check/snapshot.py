@@ -1,17 +1,64 @@
 """The node fact snapshot: many cheap read-only probes in one round trip, each bounded on its own.
 
-`build_script` turns probes into one POSIX sh script that runs them concurrently and frames
-their output by a random boundary; `split_output` cuts that output back into one CommandResult per probe. Both are pure.
+A fact is declared once as a `Read` (gb10check/probes.py: name, command, bound, parser); a node's
+`Probe`s are those reads' commands for that node. `build_script` turns probes into one POSIX sh
+script that runs them concurrently and frames their output by a random boundary; `split_output`
+cuts that output back into one CommandResult per probe (both pure). A `Snapshot` holds the
+results and answers `fact(READ)`: parsed, or an error that keeps its own hint (missing tool,
+refusal, timeout, missing file, unparsable output), never a pass without evidence.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import secrets
-import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from gb10check.transport import KILL_GRACE, CommandResult
+from gb10check.errors import (
+    CommandTimeout,
+    GB10Error,
+    MissingFile,
+    ParseError,
+    PrivilegeRequired,
+    ToolMissing,
+    clip,
+)
+from gb10check.transport import KILL_GRACE, CommandResult, bounded, cut_short
+
+if TYPE_CHECKING:
+    from gb10check import inventory as inv
+    from gb10check.probes import Where
+
+T = TypeVar("T", covariant=True)
+U = TypeVar("U")
+V = TypeVar("V")
+NO_SUDO = "gb10check: needs root; the session is not root and the inventory sets sudo = false for this node"
+# dash: "sh: 1: docker: not found"; bash: "bash: line 1: docker: command not found"
+_NOT_FOUND = re.compile(r"(?P<tool>[\w./+-]+): (?:command )?not found")
+# sudo -n without a NOPASSWD rule, ufw run as a user, or the inventory forbidding sudo
+_REFUSED = re.compile(
+    rf"^sudo: (a password is required|a terminal is required)|You need to be root to run this script"
+    rf"|{re.escape(NO_SUDO)}",
+    re.MULTILINE,
+)
+# cat: /home/x/.env: No such file or directory; find: '/home/x': No such file or directory
+_NO_SUCH_FILE = re.compile(r"(?:^|\s)'?(?P<path>/[^':\n]+)'?: No such file or directory")
+
+
+@dataclass(frozen=True)
+class Read(Generic[T]):
+    """One fact of a node, declared once: its probe's name, the command for a node (None: does not
+    apply there, e.g. no deployment), its parser, the exit statuses its parser reads, its bound."""
+
+    name: str
+    command: Callable[[Where], str | None]
+    parse: Callable[[str], T]
+    accept_rc: tuple[int, ...] = (0,)
+    bound: Callable[[inv.Thresholds], float] | None = None  # None: thresholds.command_timeout
+    display: str = ""  # how messages show the command, when it is a wrapper (root reads)
 
 
 @dataclass(frozen=True)
@@ -43,8 +90,8 @@ def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: floa
     """
     parts = ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
     for i, p in enumerate(probes):
-        bounded = f"timeout -k {KILL_GRACE:g} {bound(p, default_timeout):g} sh -c {shlex.quote(p.command)}"
-        parts.append(f'({bounded} </dev/null >"$t/{i}.out" 2>"$t/{i}.err"; echo $? >"$t/{i}.rc") &')
+        command = bounded(p.command, bound(p, default_timeout))  # the transport's own node-side bound
+        parts.append(f'({command} </dev/null >"$t/{i}.out" 2>"$t/{i}.err"; echo $? >"$t/{i}.rc") &')
     parts.append("wait")
     for i, p in enumerate(probes):
         parts.append(
@@ -86,7 +133,7 @@ def split_output(
                 _strip_added_newline(match["out"]),
                 _strip_added_newline(match["err"]),
                 total_duration,
-                timed_out=rc in (124, 137),
+                timed_out=cut_short(rc),
             )
             continue
         partial = re.search(rf"^{b} begin {n}\n(?P<out>.*?)(?=^{b} |\Z)", stdout, re.DOTALL | re.MULTILINE)
@@ -94,3 +141,65 @@ def split_output(
             p.shown, None, partial["out"] if partial else "", "", total_duration, timed_out=True
         )
     return results
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    node: str
+    results: dict[str, CommandResult]
+    error: GB10Error | None = None  # set when the node could not be asked at all
+
+    def raw(self, read: Read[object] | str) -> CommandResult:
+        """The probe's result; raises the node's transport error when there is no evidence."""
+        if self.error is not None:
+            # a fresh copy per check: re-raising one stored exception grows its traceback with every check
+            raise copy.copy(self.error) from None
+        return self.results[read if isinstance(read, str) else read.name]
+
+    def ran(self, read: Read[object] | str) -> CommandResult:
+        """The probe's result, raising when its tool is not there (no evidence either way).
+        A timeout is returned: some checks judge it themselves."""
+        res = self.raw(read)
+        if res.rc == 127:  # sh: the command was not found
+            named = _NOT_FOUND.search(res.stderr)
+            tool = f"`{named['tool']}` is" if named else "a tool it runs is"
+            raise ToolMissing(
+                f"{self.node}: {tool} not installed or not on PATH (needed for `{clip(res.command, 120)}`): "
+                f"{clip(res.stderr.strip(), 200)}"
+            )
+        return res
+
+    @overload
+    def fact(self, read: Read[U]) -> U: ...
+
+    @overload
+    def fact(self, read: Read[object], parse: Callable[[str], V]) -> V: ...
+
+    def fact(self, read: Read[Any], parse: Callable[[str], Any] | None = None) -> Any:
+        """The fact, parsed by its declared parser (or `parse`, for a reading that needs more than the
+        text, like the compose with the node's .env). Timeouts, missing tools, refusals, missing files
+        and unexpected exits raise with their own hints, never pass."""
+        res = self.ran(read)
+        if res.timed_out:
+            raise CommandTimeout(
+                f"{self.node}: `{res.command}` timed out after {res.duration:.1f} s",
+                context={"command": res.command},
+            )
+        if res.rc != 0 and _REFUSED.search(res.stderr + res.stdout):
+            raise PrivilegeRequired(
+                f"{self.node}: `{res.command}` needs root and was refused: {clip(res.stderr.strip(), 200)!r}; "
+                "run the suite as root there, or allow `sudo -n` (sudo = true and a NOPASSWD rule)"
+            )
+        if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
+            named = _NO_SUCH_FILE.search(res.stderr)
+            raise MissingFile(
+                f"{self.node}: {clip(res.stderr.strip())}", context={"path": named["path"]} if named else None
+            )
+        text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
+        try:
+            return (parse or read.parse)(text)
+        except ParseError as exc:
+            if res.rc not in read.accept_rc:
+                detail = f"exit status {res.rc}, stderr {clip(res.stderr.strip(), 200)!r}"
+                raise ParseError(exc.what, detail, text, hint_ids=exc.hint_ids) from exc
+            raise

@@ -85,6 +85,11 @@ class CommandResult:
         return self.rc == 0 and not self.timed_out
 
 
+def cut_short(rc: int | None) -> bool:
+    """coreutils timeout exits 124 when it sent TERM, 137 when it had to KILL."""
+    return rc in (124, 137)
+
+
 def bounded(command: str, timeout: float) -> str:
     """The node-side bound: coreutils timeout sends TERM, then KILL after a grace."""
     return f"timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)}"
@@ -132,8 +137,7 @@ class LocalTransport:
             )
         except subprocess.TimeoutExpired as exc:
             return CommandResult(command, None, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True)
-        # coreutils timeout exits 124 on TERM, 137 when it had to KILL
-        timed_out = proc.returncode in (124, 137)
+        timed_out = cut_short(proc.returncode)
         return CommandResult(command, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start, timed_out)
 
     def close(self) -> None:
@@ -275,7 +279,7 @@ class SshTransport:
         except Exception as exc:  # paramiko raises bare SSHException subclasses mid-session
             self.close()
             raise TransportError(f"{self.name} ({self.where}): command failed to run: {exc}") from exc
-        timed_out = res.exited in (124, 137)
+        timed_out = cut_short(res.exited)
         return CommandResult(command, res.exited, res.stdout, res.stderr, time.monotonic() - start, timed_out)
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gb10check.parsers.ibdev2netdev import parse_ibdev2netdev
+from gb10check import probes
 
 pytestmark = pytest.mark.network
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.network
 @pytest.mark.hints("roce-link-down")
 def test_roce_link_up(link_on_node, cluster, evidence):
     link = link_on_node.link
-    ports = cluster.snapshot(link_on_node.node).parsed("ibdev2netdev", parse_ibdev2netdev)
+    ports = cluster.snapshot(link_on_node.node).fact(probes.IBDEV2NETDEV)
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
     listed = ", ".join(f"{p.rdma_device} ==> {p.netdev} ({p.state})" for p in ports)
     evidence.expect(

@@ -2,6 +2,7 @@
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import ServiceError
 from gb10check.facts import container
 
@@ -42,7 +43,7 @@ def skip_if_starting(request, node, inventory):
 @pytest.fixture
 def nvidia_smi(node, inventory, skip_if_starting):
     """The node's nvidia-smi probe result; skips when it timed out because vLLM is starting there."""
-    res = node.snapshot().ran("nvidia_smi_query")
+    res = node.snapshot().ran(probes.NVIDIA_SMI)
     if res.timed_out:
         skip_if_starting(f"nvidia-smi (bound {inventory.thresholds.nvidia_smi_timeout:g} s)")
     return res

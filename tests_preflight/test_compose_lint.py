@@ -5,9 +5,9 @@ from dataclasses import dataclass
 import pytest
 
 from fixtures.cluster import INVENTORY, OnNode
+from gb10check import probes
 from gb10check.compose_rules import RULES, Context, NotApplicable, Rule
 from gb10check.facts import compose_service, vllm_run
-from gb10check.parsers.meminfo import parse_meminfo
 
 pytestmark = pytest.mark.preflight
 
@@ -39,7 +39,7 @@ def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
         run=vllm_run(snap, deployment, node.spec.rank),
         rank=node.spec.rank,
         inventory=inventory,
-        mem_total=snap.parsed("meminfo", parse_meminfo).total,
+        mem_total=snap.fact(probes.MEMINFO).total,
     )
     try:
         ok, expected, found = rule.check(ctx)

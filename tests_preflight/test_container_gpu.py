@@ -5,11 +5,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import GB10Error
 from gb10check.facts import container, loaded_module
 from gb10check.parallel import map_parallel
-from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus, parse_image_inspect
-from gb10check.parsers.nvidia import NvmlMismatch, parse_nvidia_smi_query
+from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus
+from gb10check.parsers.nvidia import NvmlMismatch
 from gb10check.transport import CommandResult
 
 pytestmark = pytest.mark.preflight
@@ -33,14 +34,14 @@ def _probe(node, deployment, thresholds):
     c = container(snap)
     running = c is not None and c.running
     how = f"docker exec {deployment.container}" if running else f"docker run --rm --gpus all {deployment.image}"
-    if snap.raw("nvidia_smi_query").timed_out:
+    if snap.raw(probes.NVIDIA_SMI).timed_out:
         # the container's nvidia-smi would wait on the same stuck driver: not worth another hang
         return Tried(how, None, "nvidia-smi on the host does not answer", hint="driver-deadlock")
     if running:
         cmd = f"docker exec {shlex.quote(deployment.container)} nvidia-smi -L"
         timeout = thresholds.nvidia_smi_timeout + EXEC_OVERHEAD_S
     else:
-        if snap.parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1)) is None:
+        if snap.fact(probes.IMAGE) is None:
             return Tried(how, None, f"the image {deployment.image} is not on this node", hint="image-missing")
         cmd = (
             "docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi "
@@ -68,7 +69,7 @@ def _versions(node) -> str:
     snap = node.snapshot()
     kernel = loaded_module(snap) or "not loaded"
     try:
-        smi = snap.parsed("nvidia_smi_query", parse_nvidia_smi_query, accept_rc=(0, 9, 18))
+        smi = snap.fact(probes.NVIDIA_SMI)
     except GB10Error:
         return f"kernel module {kernel}, userspace unknown"
     if isinstance(smi, NvmlMismatch):

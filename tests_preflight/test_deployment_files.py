@@ -4,6 +4,7 @@ import hashlib
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import ParseError
 from gb10check.facts import compose_service, dotenv, vllm_run
 
@@ -25,7 +26,7 @@ def _non_empty(text):
 def test_compose_identical_on_every_node(cluster, inventory, deployment, evidence):
     digests = {}
     for n in inventory.nodes:
-        text = cluster.snapshot(n.name).parsed("compose", _non_empty)
+        text = cluster.snapshot(n.name).fact(probes.COMPOSE, _non_empty)
         digests[n.name] = hashlib.sha256(text.encode()).hexdigest()[:12]
     ref = digests[inventory.api_node.name]
     evidence.expect(

@@ -3,14 +3,14 @@ container and not the machine."""
 
 import pytest
 
-from gb10check.parsers.docker import parse_docker_info
+from gb10check import probes
 
 pytestmark = pytest.mark.preflight
 
 
 @pytest.mark.hints("docker-cgroup-accounting")
 def test_docker_memory_accounting(node, evidence):
-    info = node.snapshot().parsed("docker_info", parse_docker_info)
+    info = node.snapshot().fact(probes.DOCKER_INFO)
     evidence.expect(
         (info.cgroup_version, info.cgroup_driver) == ("2", "systemd"),
         what="Docker cgroup version and driver",

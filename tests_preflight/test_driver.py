@@ -2,9 +2,10 @@
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import clip
 from gb10check.facts import loaded_module
-from gb10check.parsers.nvidia import NoDriver, NvmlMismatch, parse_modinfo_version, parse_nvidia_smi_query
+from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
 
 pytestmark = pytest.mark.preflight
 
@@ -18,7 +19,7 @@ def _loaded(node, evidence):
         what="NVIDIA kernel module",
         expected="loaded",
         found=version or "not loaded",
-        detail=f"cat /proc/driver/nvidia/version: {clip(snap.raw('proc_driver_version').stderr.strip(), 160)!r}",
+        detail=f"cat /proc/driver/nvidia/version: {clip(snap.raw(probes.PROC_DRIVER_VERSION).stderr.strip(), 160)!r}",
         hints=("driver-not-loaded",),  # not a version skew: nothing is loaded to compare
     )
     return version
@@ -29,7 +30,7 @@ def _loaded(node, evidence):
 def test_driver_versions_match(node, nvidia_smi, evidence):
     kernel = _loaded(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
-    smi = node.snapshot().parsed("nvidia_smi_query", parse_nvidia_smi_query, accept_rc=(0, 9, 18))
+    smi = node.snapshot().fact(probes.NVIDIA_SMI)
     what = "NVIDIA driver, kernel module vs userspace (NVML)"
     if isinstance(smi, NvmlMismatch):
         evidence.expect(
@@ -53,7 +54,7 @@ def test_driver_versions_match(node, nvidia_smi, evidence):
 def test_installed_module_is_the_loaded_one(node, evidence):
     """A driver upgrade installs a new module on disk; until a reboot the old one stays loaded."""
     kernel = _loaded(node, evidence)
-    installed = node.snapshot().parsed("modinfo_version", parse_modinfo_version)
+    installed = node.snapshot().fact(probes.MODINFO_VERSION)
     evidence.expect(
         installed == kernel,
         what="NVIDIA kernel module, loaded vs installed (modinfo)",

@@ -5,9 +5,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from gb10check import probes
 from gb10check.firewall import needs_for, verdict
-from gb10check.parsers.framed import parse_word
-from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
 
 pytestmark = pytest.mark.preflight
 
@@ -41,11 +40,11 @@ def _missing_lines(blocked):
 @pytest.mark.hints("ufw-blocks-cluster")
 def test_firewall_allows_cluster_traffic(node, inventory, evidence):
     snap = node.snapshot()
-    status = snap.parsed("ufw_status", parse_ufw_status)
+    status = snap.fact(probes.UFW_STATUS)
     if not status.active:
         evidence.expect(True, what="UFW", expected="inactive, or allowing the cluster", found="inactive")
         return
-    rules = snap.parsed("ufw_rules", parse_user_rules)
+    rules = snap.fact(probes.UFW_RULES)
     blocked = _blocked(_needs(inventory, node), rules, status.default_incoming or "deny")
     evidence.expect(
         not blocked,
@@ -61,9 +60,9 @@ def test_firewall_allows_cluster_traffic(node, inventory, evidence):
 def test_firewall_after_reboot(node, inventory, evidence):
     """The state a reboot brings: ufw starts when ufw.conf says ENABLED=yes and its unit is enabled."""
     snap = node.snapshot()
-    active = snap.parsed("ufw_status", parse_ufw_status).active
-    on_boot = snap.parsed("ufw_conf", parse_ufw_conf)
-    unit = snap.parsed("ufw_unit", lambda t: parse_word(t, "systemctl is-enabled ufw"), accept_rc=(0, 1))
+    active = snap.fact(probes.UFW_STATUS).active
+    on_boot = snap.fact(probes.UFW_CONF)
+    unit = snap.fact(probes.UFW_UNIT)
     starts = on_boot and unit in ("enabled", "enabled-runtime", "static", "alias")
     if active:
         evidence.expect(
@@ -77,8 +76,8 @@ def test_firewall_after_reboot(node, inventory, evidence):
     if not starts:
         evidence.expect(True, what="UFW at boot", expected="off, or allowing the cluster", found="off now and at boot")
         return
-    policy = snap.parsed("ufw_default", parse_default_input_policy)
-    blocked = _blocked(_needs(inventory, node), snap.parsed("ufw_rules", parse_user_rules), policy)
+    policy = snap.fact(probes.UFW_DEFAULT)
+    blocked = _blocked(_needs(inventory, node), snap.fact(probes.UFW_RULES), policy)
     evidence.expect(
         not blocked,
         what="UFW after a reboot (inactive now, ENABLED=yes)",

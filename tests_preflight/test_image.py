@@ -2,8 +2,8 @@
 
 import pytest
 
+from gb10check import probes
 from gb10check.facts import compose_service
-from gb10check.parsers.docker import parse_image_inspect, parse_image_list
 
 pytestmark = pytest.mark.preflight
 
@@ -23,10 +23,10 @@ def test_compose_uses_the_deployment_image(node, deployment, evidence):
 @pytest.mark.hints("image-missing")
 def test_image_present(node, deployment, evidence):
     snap = node.snapshot()
-    image = snap.parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1))
+    image = snap.fact(probes.IMAGE)
     repo = deployment.image.rsplit(":", 1)[0]
     others = [
-        r for r in snap.parsed("docker_images", parse_image_list) if r.startswith(repo + ":") and r != deployment.image
+        r for r in snap.fact(probes.DOCKER_IMAGES) if r.startswith(repo + ":") and r != deployment.image
     ]
     evidence.expect(
         image is not None,
@@ -48,7 +48,7 @@ def test_image_layers_identical(cluster, inventory, deployment, evidence):
     """After `docker load` the image ID may differ between nodes; the RootFS layers must not."""
     layers = {}
     for spec in inventory.nodes:
-        image = cluster.snapshot(spec.name).parsed("image_inspect", parse_image_inspect, accept_rc=(0, 1))
+        image = cluster.snapshot(spec.name).fact(probes.IMAGE)
         layers[spec.name] = image.layers if image else None
     rank0 = layers[inventory.api_node.name]
     differ = [name for name, value in layers.items() if value != rank0]

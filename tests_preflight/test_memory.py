@@ -2,9 +2,9 @@
 
 import pytest
 
+from gb10check import probes
 from gb10check.facts import container
 from gb10check.fit import GIB, gib
-from gb10check.parsers.meminfo import parse_meminfo
 
 pytestmark = pytest.mark.preflight
 
@@ -16,7 +16,7 @@ def test_memory_free_before_start(node, inventory, evidence):
         c = container(snap)
         if c is not None and c.running:
             pytest.skip(f"the vLLM container {c.name} is running: its memory is in use by design")
-    mem = snap.parsed("meminfo", parse_meminfo)
+    mem = snap.fact(probes.MEMINFO)
     need = int(inventory.thresholds.min_mem_available_gib * GIB)
     cache = mem.page_cache
     evidence.expect(

@@ -3,11 +3,10 @@ state for max-num-seqs, within --gpu-memory-utilization x MemTotal and the conta
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import ParseError
 from gb10check.facts import compose_service, vllm_run
-from gb10check.fit import DTYPE_BYTES, Fit, parse_model_config
-from gb10check.parsers.hfcache import parse_index_total_size
-from gb10check.parsers.meminfo import parse_meminfo
+from gb10check.fit import DTYPE_BYTES, Fit
 
 pytestmark = pytest.mark.preflight
 
@@ -24,9 +23,9 @@ def _number(run, flag, default, kind):
 @pytest.mark.hints("kv-cache-oom")
 def test_model_fits(node, inventory, deployment, evidence):
     snap = node.snapshot()
-    dims = snap.parsed("hf_config", parse_model_config)
-    total = snap.parsed("hf_index", parse_index_total_size)
-    mem = snap.parsed("meminfo", parse_meminfo)
+    dims = snap.fact(probes.HF_CONFIG)
+    total = snap.fact(probes.HF_INDEX)
+    mem = snap.fact(probes.MEMINFO)
     svc = compose_service(snap, deployment)
     run = vllm_run(snap, deployment, node.spec.rank)
     # without --max-model-len vLLM takes the model's own context length

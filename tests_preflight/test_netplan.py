@@ -2,14 +2,14 @@
 
 import pytest
 
-from gb10check.parsers.framed import parse_framed_files
+from gb10check import probes
 from gb10check.parsers.netplan import configured_netdevs
 
 pytestmark = pytest.mark.preflight
 
 
 def _files(node):
-    return node.snapshot().parsed("netplan", lambda t: parse_framed_files(t, "/etc/netplan/*.yaml"))
+    return node.snapshot().fact(probes.NETPLAN)
 
 
 @pytest.mark.hints("netplan-missing")

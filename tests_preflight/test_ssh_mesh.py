@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from gb10check.probes import ssh_probe
+from gb10check.probes import ssh_login
 
 pytestmark = pytest.mark.preflight
 
@@ -28,7 +28,7 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
     failed, unreachable = [], True
     for link in inventory.links:
         ip = link.ip(peer)
-        res = snap.raw(ssh_probe(peer, link.netdev))
+        res = snap.raw(ssh_login(peer, link, inventory.ssh.connect_timeout))
         if res.timed_out:
             failed.append(f"{link.netdev} {ip}: no answer within {res.duration:.0f} s")
         elif res.rc != 0:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gb10check.parsers.framed import parse_word
+from gb10check import probes
 
 pytestmark = pytest.mark.preflight
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.preflight
 @pytest.mark.hints("user-mismatch")
 def test_same_user_on_every_node(cluster, inventory, evidence):
     users = {
-        n.name: cluster.snapshot(n.name).parsed("whoami", lambda t: parse_word(t, "id -un")) for n in inventory.nodes
+        n.name: cluster.snapshot(n.name).fact(probes.WHOAMI) for n in inventory.nodes
     }
     rank0 = users[inventory.api_node.name]
     evidence.expect(

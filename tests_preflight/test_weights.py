@@ -2,8 +2,8 @@
 
 import pytest
 
-from gb10check.parsers.framed import parse_word
-from gb10check.parsers.hfcache import parse_listing, parse_revision, readable_by, snapshot_files
+from gb10check import probes
+from gb10check.parsers.hfcache import readable_by, snapshot_files
 from gb10check.probes import hub_folder
 
 pytestmark = pytest.mark.preflight
@@ -17,15 +17,15 @@ def model(inventory, deployment):
 
 
 def _files(snap):
-    revision = snap.parsed("hf_revision", parse_revision)
-    return revision, snapshot_files(snap.parsed("hf_listing", parse_listing), revision)
+    revision = snap.fact(probes.HF_REVISION)
+    return revision, snapshot_files(snap.fact(probes.HF_LISTING), revision)
 
 
 @pytest.mark.hints("weights-missing")
 def test_weights_present(node, model, deployment, evidence):
     snap = node.snapshot()
     folder = hub_folder(deployment.hf_cache, model)
-    listing = snap.raw("hf_listing")
+    listing = snap.raw(probes.HF_LISTING)
     evidence.expect(
         listing.rc == 0 and not listing.timed_out,
         what=f"HF cache of {model}",
@@ -94,9 +94,9 @@ def test_weights_are_hub_symlinks(node, model, evidence):
 @pytest.mark.hints("hf-cache-permissions")
 def test_weights_readable(node, model, evidence):
     snap = node.snapshot()
-    user = snap.parsed("whoami", lambda t: parse_word(t, "id -un"))
-    groups = frozenset(snap.parsed("groups", str.split))
-    entries = snap.parsed("hf_listing", parse_listing)
+    user = snap.fact(probes.WHOAMI)
+    groups = frozenset(snap.fact(probes.GROUPS))
+    entries = snap.fact(probes.HF_LISTING)
     _, files = _files(snap)
     content = [f.content for f in files.values() if f.content is not None]
     dirs = [e for e in entries.values() if e.kind == "d"]

@@ -9,19 +9,34 @@ from pathlib import Path
 
 import pytest
 
+from gb10check import probes
 from gb10check.errors import PrivilegeRequired, ToolMissing
-from gb10check.node import Snapshot
+from gb10check.inventory import Inventory
 from gb10check.parsers.framed import framed_files_command, parse_framed_files
-from gb10check.parsers.ufw import parse_ufw_status
-from gb10check.probes import as_root, as_root_reader
-from gb10check.snapshot import Probe, build_script, new_boundary, split_output
+from gb10check.probes import Where, as_root_reader
+from gb10check.snapshot import Probe, Read, Snapshot, build_script, new_boundary, split_output
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to the unprivileged user")
 
 
-def _snapshot_as_nobody(probes: tuple[Probe, ...]) -> Snapshot:
+def _probe(read: Read[object], sudo: bool) -> Probe:
+    """The declared read's probe, for a node with that sudo setting."""
+    inventory = Inventory.model_validate(
+        {
+            "nodes": [
+                {"name": "a", "rank": 0, "transport": "local"},
+                {"name": "node-b", "rank": 1, "host": "b", "sudo": sudo},
+            ]
+        }
+    )
+    command = read.command(Where(inventory, inventory.nodes[1]))
+    assert command is not None
+    return Probe(read.name, command)
+
+
+def _snapshot_as_nobody(probed: tuple[Probe, ...]) -> Snapshot:
     boundary = new_boundary()
-    script = build_script(probes, boundary, 5.0)
+    script = build_script(probed, boundary, 5.0)
     proc = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c", script],
         env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},  # as an SSH login has
@@ -30,13 +45,13 @@ def _snapshot_as_nobody(probes: tuple[Probe, ...]) -> Snapshot:
         timeout=30,
         cwd="/",
     )
-    return Snapshot("node-b", split_output(proc.stdout, probes, boundary, 0.1))
+    return Snapshot("node-b", split_output(proc.stdout, probed, boundary, 0.1))
 
 
 def test_a_forbidden_root_read_is_privilege_required_with_its_hint():
-    snap = _snapshot_as_nobody((Probe("ufw_status", as_root("ufw status verbose", sudo=False)),))
+    snap = _snapshot_as_nobody((_probe(probes.UFW_STATUS, sudo=False),))
     with pytest.raises(PrivilegeRequired) as info:
-        snap.parsed("ufw_status", parse_ufw_status)
+        snap.fact(probes.UFW_STATUS)
     assert "node-b" in str(info.value) and "sudo = false" in str(info.value)
     assert info.value.hint_ids == ("sudo-required",)
 
@@ -51,16 +66,16 @@ def test_a_root_only_file_is_refused_not_read_as_empty():
         command = framed_files_command(f"{folder}/*.yaml", as_root_reader(sudo=False))
         snap = _snapshot_as_nobody((Probe("netplan", command),))
     with pytest.raises(PrivilegeRequired):
-        snap.parsed("netplan", lambda t: parse_framed_files(t, "netplan"))
+        snap.fact(probes.NETPLAN, lambda t: parse_framed_files(t, "netplan"))
 
 
 def test_sudo_allowed_without_a_nopasswd_rule_is_refused_not_prompted():
     """sudo = true on the node, but no NOPASSWD rule for the user: `sudo -n` refuses at once, and the
     check says sudo-required (without sudo installed at all: tool-missing, naming sudo)."""
-    snap = _snapshot_as_nobody((Probe("ufw_status", as_root("ufw status verbose", sudo=True)),))
+    snap = _snapshot_as_nobody((_probe(probes.UFW_STATUS, sudo=True),))
     if subprocess.run(["sh", "-c", "command -v sudo"], capture_output=True).returncode != 0:
         with pytest.raises(ToolMissing, match="`sudo` is not installed"):
-            snap.parsed("ufw_status", parse_ufw_status)
+            snap.fact(probes.UFW_STATUS)
         return
     with pytest.raises(PrivilegeRequired, match="a password is required"):
-        snap.parsed("ufw_status", parse_ufw_status)
+        snap.fact(probes.UFW_STATUS)
