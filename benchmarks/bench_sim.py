@@ -1,11 +1,14 @@
-"""Wall time of the suite on the simulated cluster, and SSH sessions per node.
+"""The suite's session time on the simulated cluster, against the floor, per marker.
 
-    sudo .venv/bin/python benchmarks/bench_sim.py [--runs 3] [--scenario healthy] [-- PYTEST ARGS]
+    sudo .venv/bin/python benchmarks/bench_sim.py [--runs 3] [--scenario healthy] [--markers preflight,all]
 
-For each run: the whole `pytest --sim` wall time, pytest's start-up alone (`pytest --version`
-with the plugin loaded), the session time the suite reports (collection + checks, without the
-sim's bring-up and teardown), and from summary.json the SSH connections and commands per node.
-Aim (foundation issue): one snapshot round trip per node; the checks within 3 s beyond start-up.
+The floor is what no implementation can beat here: per node one bare SSH connect and one trivial
+command, nodes in parallel, plus the slowest single probe of the snapshot run alone on its node
+(over an open connection, its round trip subtracted). For each marker, the suite's own timings
+from summary.json (start-up: options, inventory, the sim's bring-up; session: collection and
+checks; snapshot: the parallel snapshot) and the session's ratio to the floor. Also pytest's
+start-up alone, and the SSH sessions and commands per node.
+Aim (structure issue): the preflight session at most 1.5x the floor.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
 
 
 def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -28,44 +32,82 @@ def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     return time.monotonic() - start, proc
 
 
+def floor(scenario: str) -> tuple[float, float, str]:
+    """(connect + trivial command, nodes in parallel; the slowest probe alone; which probe)."""
+    from gb10check.inventory import load_inventory
+    from gb10check.node import ClusterNodes
+    from gb10check.parallel import map_parallel
+    from gb10check.snapshot import build_script, new_boundary
+    from sim import netns
+    from sim.cluster import SimCluster
+    from sim.scenario import load_scenario
+
+    sim = SimCluster(load_scenario(scenario))
+    path = sim.up()
+    previous = netns.enter(sim.api_namespace)
+    try:
+        cluster = ClusterNodes(load_inventory(path))
+        start = time.monotonic()
+        map_parallel(lambda n: n.transport.run("true", 5), cluster.nodes.values())
+        connect = time.monotonic() - start
+        slowest, which = 0.0, ""
+        for node in cluster.nodes.values():
+            trips = []
+            for _ in range(3):
+                start = time.monotonic()
+                node.transport.run("true", 5)
+                trips.append(time.monotonic() - start)
+            trip = statistics.median(trips)
+            for probe in node.probes:
+                script = build_script((probe,), new_boundary(), cluster.inventory.thresholds.command_timeout)
+                start = time.monotonic()
+                node.transport.run(script, 30)
+                alone = time.monotonic() - start - trip
+                if alone > slowest:
+                    slowest, which = alone, f"{probe.name} on {node.name}"
+        cluster.close()
+    finally:
+        netns.leave(previous)
+        sim.down()
+    return connect, slowest, which
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scenario", default="healthy")
-    parser.add_argument("pytest_args", nargs="*")
+    parser.add_argument("--markers", default="preflight,network,service,all")
     args = parser.parse_args()
     py = sys.executable
     startup = [timed([py, "-m", "pytest", "--version"])[0] for _ in range(args.runs)]
-    rows = []
-    for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            wall, proc = timed(
-                [
-                    py,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    f"--sim={args.scenario}",
-                    f"--reports-dir={tmp}",
-                    *args.pytest_args,
-                ]
-            )
-            path = Path(tmp) / "summary.json"
-            if not path.exists():
-                print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
-                raise SystemExit(f"the run left no {path} (exit {proc.returncode})")
-            summary = json.loads(path.read_text())
-        rows.append((wall, summary["duration"], summary["counts"], summary["transports"], proc.returncode))
-    print(f"scenario {args.scenario}, {args.runs} runs, pytest args {args.pytest_args or '(all markers)'}")
-    print(f"  pytest start-up (--version):   median {statistics.median(startup):.2f} s")
+    connect, slowest, which = floor(args.scenario)
+    the_floor = connect + slowest
+    print(f"scenario {args.scenario}, {args.runs} runs per marker")
+    print(f"  pytest start-up (--version):  median {statistics.median(startup):.2f} s")
     print(
-        f"  whole run incl. sim up/down:   median {statistics.median(r[0] for r in rows):.2f} s "
-        f"(min {min(r[0] for r in rows):.2f}, max {max(r[0] for r in rows):.2f})"
+        f"  floor: connect + 1 command, nodes in parallel {connect:.2f} s + slowest probe alone "
+        f"{slowest:.2f} s ({which}) = {the_floor:.2f} s"
     )
-    print(f"  suite session (collect+check): median {statistics.median(r[1] for r in rows):.2f} s")
-    print(f"  checks: {rows[-1][2]} (exit {rows[-1][4]})")
+    for marker in args.markers.split(","):
+        rows = []
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                select = [] if marker == "all" else ["-m", marker]
+                run = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--sim={args.scenario}"]
+                wall, proc = timed([*run, f"--reports-dir={tmp}", *select])
+                path = Path(tmp) / "summary.json"
+                if not path.exists():
+                    print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+                    raise SystemExit(f"the run left no {path} (exit {proc.returncode})")
+                summary = json.loads(path.read_text())
+            rows.append((wall, summary["timings"], summary["counts"], summary["transports"], proc.returncode))
+        session = statistics.median(r[1]["session"] for r in rows)
+        print(
+            f"  -m {marker:9} whole run {statistics.median(r[0] for r in rows):.2f} s; start-up "
+            f"{statistics.median(r[1]['start_up'] for r in rows):.2f} s; session {session:.2f} s "
+            f"(snapshot {statistics.median(r[1].get('snapshot', 0.0) for r in rows):.2f} s) = "
+            f"{session / the_floor:.2f}x the floor; {rows[-1][2]} (exit {rows[-1][4]})"
+        )
     for node, stats in rows[-1][3].items():
         print(
             f"  {node}: {stats['connections']} SSH connection(s), {stats['commands']} command(s), "

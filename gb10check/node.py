@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from gb10check import inventory as inv
 from gb10check import redact
@@ -92,6 +93,7 @@ class ClusterNodes:
         }
         self._gathered = False
         self._lock = threading.Lock()
+        self.gather_seconds: float | None = None  # the wall time of the parallel snapshot, once taken
 
     def __getitem__(self, name: str) -> Node:
         return self.nodes[name]
@@ -100,7 +102,9 @@ class ClusterNodes:
         """Every node's snapshot, in parallel, once per session (later calls return at once)."""
         with self._lock:
             if not self._gathered:
+                start = time.monotonic()
                 map_parallel(Node.snapshot, self.nodes.values(), name="gb10check-snapshot")
+                self.gather_seconds = time.monotonic() - start
                 self._gathered = True
 
     def snapshot(self, name: str) -> Snapshot:

@@ -37,6 +37,8 @@ class Summary:
     transports: dict[str, dict[str, object]] = field(default_factory=dict)
     interrupted: bool = False
     interruption: dict[str, str] = field(default_factory=dict)  # signal, during (stage or test id)
+    # seconds: start_up (options, inventory, the sim's bring-up), session (collection and checks), snapshot
+    timings: dict[str, float] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -53,6 +55,7 @@ class Summary:
             "interrupted": self.interrupted,
             **({"interruption": self.interruption} if self.interrupted else {}),
             "counts": self.counts(),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "transports": self.transports,
             "checks": [asdict(r) for r in self.rows],
         }
