@@ -26,24 +26,34 @@ def container(snap: Snapshot) -> Container | None:
 
 
 def dotenv(snap: Snapshot, deployment: inv.Deployment) -> dict[str, str]:
-    return snap.fact(probes.DOTENV, lambda text: compose.parse_dotenv(text, deployment.env_file))
+    return snap.derived(
+        f"dotenv:{deployment.env_file}",
+        lambda: snap.fact(probes.DOTENV, lambda text: compose.parse_dotenv(text, deployment.env_file)),
+    )
 
 
 def compose_service(snap: Snapshot, deployment: inv.Deployment) -> compose.ComposeService:
     """The compose's vLLM service as Docker Compose reads it on this node (with this node's .env)."""
-    env = dotenv(snap, deployment)
-    return snap.fact(
-        probes.COMPOSE,
-        lambda text: compose.load_service(
-            text,
-            env,
-            container=deployment.container,
-            what=deployment.compose_file,
-            compose_dir=posixpath.dirname(deployment.compose_file),
-            env_files={deployment.env_file: env},
-        ),
-    )
+
+    def read() -> compose.ComposeService:
+        env = dotenv(snap, deployment)
+        return snap.fact(
+            probes.COMPOSE,
+            lambda text: compose.load_service(
+                text,
+                env,
+                container=deployment.container,
+                what=deployment.compose_file,
+                compose_dir=posixpath.dirname(deployment.compose_file),
+                env_files={deployment.env_file: env},
+            ),
+        )
+
+    return snap.derived(f"compose:{deployment.compose_file}", read)
 
 
 def vllm_run(snap: Snapshot, deployment: inv.Deployment, rank: int) -> VllmRun:
-    return rank_run(compose_service(snap, deployment), rank, deployment.compose_file)
+    service = compose_service(snap, deployment)
+    return snap.derived(
+        f"run:{deployment.compose_file}:{rank}", lambda: rank_run(service, rank, deployment.compose_file)
+    )

@@ -93,13 +93,26 @@ class ClusterNodes:
         }
         self._gathered = False
         self._lock = threading.Lock()
+        self._prefetch: threading.Thread | None = None
         self.gather_seconds: float | None = None  # the wall time of the parallel snapshot, once taken
 
     def __getitem__(self, name: str) -> Node:
         return self.nodes[name]
 
+    def prefetch(self) -> None:
+        """Start the snapshots now, in the background (while pytest collects): the first check then
+        waits only for what is left of the round trip. Read-only, as the snapshot always is."""
+        if self._prefetch is None and not self._gathered:
+            self._prefetch = threading.Thread(target=self._gather, name="gb10check-prefetch", daemon=True)
+            self._prefetch.start()
+
     def gather(self) -> None:
         """Every node's snapshot, in parallel, once per session (later calls return at once)."""
+        if self._prefetch is not None:
+            self._prefetch.join()  # interruptible: SIGTERM reaches the waiting main thread
+        self._gather()
+
+    def _gather(self) -> None:
         with self._lock:
             if not self._gathered:
                 start = time.monotonic()

@@ -14,7 +14,7 @@ import copy
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from gb10check.errors import (
@@ -148,6 +148,14 @@ class Snapshot:
     node: str
     results: dict[str, CommandResult]
     error: GB10Error | None = None  # set when the node could not be asked at all
+    # facts derived from it, computed once (the compose, read for each of 37 rules): results only
+    _memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def derived(self, key: str, compute: Callable[[], U]) -> U:
+        """`compute()` once per snapshot (it is immutable); an error is raised afresh each time."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
 
     def raw(self, read: Read[object] | str) -> CommandResult:
         """The probe's result; raises the node's transport error when there is no evidence."""
@@ -176,6 +184,11 @@ class Snapshot:
     def fact(self, read: Read[object], parse: Callable[[str], V]) -> V: ...
 
     def fact(self, read: Read[Any], parse: Callable[[str], Any] | None = None) -> Any:
+        if parse is None:  # the declared parser: once per snapshot
+            return self.derived(f"fact:{read.name}", lambda: self._parse(read, read.parse))
+        return self._parse(read, parse)
+
+    def _parse(self, read: Read[Any], parse: Callable[[str], Any]) -> Any:
         """The fact, parsed by its declared parser (or `parse`, for a reading that needs more than the
         text, like the compose with the node's .env). Timeouts, missing tools, refusals, missing files
         and unexpected exits raise with their own hints, never pass."""
@@ -197,7 +210,7 @@ class Snapshot:
             )
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
-            return (parse or read.parse)(text)
+            return parse(text)
         except ParseError as exc:
             if res.rc not in read.accept_rc:
                 detail = f"exit status {res.rc}, stderr {clip(res.stderr.strip(), 200)!r}"

@@ -234,3 +234,18 @@ def test_host_key_advice_never_trusts_whatever_answers():
             assert ">> ~/.ssh/known_hosts" not in command and ">>~/.ssh/known_hosts" not in command, (hint_id, command)
     assert "out of band" in cat["host-key-unknown"].fix
     assert "do not append" in cat["host-key-changed"].fix.lower()
+
+
+def test_every_hint_id_the_library_names_is_builtin():
+    """Errors, parsers and transports name hint ids (the plugin checks tests and itself at run time;
+    the library's are held here, to the builtin catalogue a site file can override but not shrink)."""
+    from gb10check.hints import hint_ids_in_source
+
+    cat = Catalogue.load()
+    named = {
+        (str(path.relative_to(PROJECT)), line, hint_id)
+        for path in sorted((PROJECT / "gb10check").rglob("*.py"))
+        for hint_id, line in hint_ids_in_source(path.read_text())
+    }
+    assert len(named) > 10
+    assert [n for n in named if n[2] not in cat] == []
