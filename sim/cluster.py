@@ -33,7 +33,8 @@ import tomli_w
 
 from gb10check.errors import SimError
 from sim import netns
-from sim.node_files import PROJECT_ROOT, SSHD, SimNode, write_node_files
+from sim.node import PROJECT_ROOT, SSHD, SimNode
+from sim.node_files import write_node_files
 from sim.scenario import Scenario, merge
 
 EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
@@ -171,23 +172,16 @@ class SimCluster:
             )
             (self.dir / "authorized_keys").write_text((self.dir / "client_key.pub").read_text())
             for rank, (name, spec) in enumerate(self.scenario.nodes.items()):
-                if spec["rank"] != rank:
+                if spec.rank != rank:
                     raise SimError(f"{self.scenario.source}: node ranks must be 0..n-1 (node {name})")
-                node = SimNode(
-                    name,
-                    rank,
-                    f"{NS_PREFIX}{self.owner}-r{rank}",
-                    self.dir / name,
-                    spec.get("lan_address", f"192.168.40.{30 + 2 * rank}/24"),
-                    spec,
-                )
+                node = SimNode(name, rank, f"{NS_PREFIX}{self.owner}-r{rank}", self.dir / name, spec)
                 self.nodes.append(node)
                 _sh("ip", "netns", "add", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", "lo", "up")
                 write_node_files(node, self.scenario, self.inventory_data, self.dir)
             self._wire()
             for node in self.nodes:
-                if not node.spec.get("powered_off"):
+                if not node.spec.powered_off:
                     self._start_sshd(node)  # with sshd = false the node boots, but sshd exits: port closed
             self._start_api()
             self._write_known_hosts()
@@ -216,7 +210,7 @@ class SimCluster:
                 _sh("ip", "link", "set", tmp_name, "netns", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
                 _sh("ip", "-n", node.ns, "addr", "add", addresses[node_name], "dev", netdev)
-                if netdev not in node.spec.get("down", []) and not node.spec.get("powered_off"):
+                if netdev not in node.spec.down and not node.spec.powered_off:
                     _sh("ip", "-n", node.ns, "link", "set", netdev, "up")
         for node in self.nodes:
             for index, netdev in enumerate(self.scenario.data.get("unused_ports", {}).values()):
@@ -266,7 +260,7 @@ class SimCluster:
     def _start_api(self) -> None:
         if not self._serves_api():
             return
-        service = {"port": 20001, **self.scenario.service}
+        service = {"port": self.scenario.model.service.port, **self.scenario.service}
         cfg = self.dir / "service.json"
         cfg.write_text(json.dumps(service))
         log = (self.dir / "fake_vllm.log").open("wb")
@@ -307,7 +301,7 @@ class SimCluster:
         text = "\n".join(lines) + "\n"
         (self.dir / "known_hosts").write_text(text)
         for node in self.nodes:  # for the nodes' own SSH to each other over QSFP
-            user = node.spec.get("users", ["lenovo"])[0]
+            user = node.spec.login_user
             (node.dir / "fs" / "home" / user / ".ssh" / "known_hosts").write_text(text)
 
     def _write_inventory(self) -> None:
@@ -325,11 +319,11 @@ class SimCluster:
                 "name": n.name,
                 "rank": n.rank,
                 "transport": "ssh",
-                "host": n.spec.get("ssh_host", n.lan_ip),
+                "host": n.spec.ssh_host or n.lan_ip,
                 "port": 22,
-                "user": n.spec.get("users", ["lenovo"])[0] if n.spec.get("unprivileged") else "root",
+                "user": n.spec.login_user if n.spec.unprivileged else "root",
                 "key": str(self.dir / "client_key"),
-                **({"sudo": n.spec["sudo"]} if "sudo" in n.spec else {}),
+                **({"sudo": n.spec.sudo} if n.spec.sudo is not None else {}),
             }
             for n in self.nodes
         ]
@@ -350,13 +344,9 @@ class SimCluster:
         self.inventory_path.write_text(header + tomli_w.dumps(data))
 
     def _wait_ready(self, timeout: float) -> None:
-        targets = [
-            (n.lan_ip, 22, n.name)
-            for n in self.nodes
-            if not (n.spec.get("powered_off") or n.spec.get("blackholed") or n.spec.get("sshd") is False)
-        ]
+        targets = [(n.lan_ip, 22, n.name) for n in self.nodes if n.reachable]
         if self._serves_api():
-            targets.append(("127.0.0.1", int(self.scenario.service.get("port", 20001)), "fake vLLM"))
+            targets.append(("127.0.0.1", self.scenario.model.service.port, "fake vLLM"))
         pending: list[str] = []
 
         def probe() -> None:

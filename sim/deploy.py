@@ -55,7 +55,7 @@ def place(root: Path, path: str) -> Path:
     return target
 
 
-def render_compose(edits: list[list[str]]) -> str:
+def render_compose(edits: list[tuple[str, str]]) -> str:
     text = COMPOSE_TEMPLATE.read_text(encoding="utf-8")
     for old, new in edits:
         if old not in text:

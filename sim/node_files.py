@@ -8,95 +8,90 @@ node's namespaces and runs real ufw before sshd.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shutil
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim import deploy
+from sim.node import PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario, merge
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SSHD = "/usr/sbin/sshd"
-# the stubs are stdlib-only: the system interpreter, which an unprivileged login can run too
-STUB_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+from sim.stub import TOOLS
 
 
 def _sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, text=True, timeout=15)
 
 
-@dataclass
-class SimNode:
-    name: str
-    rank: int
-    ns: str
-    dir: Path
-    lan_address: str
-    spec: dict[str, Any]
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def lan_ip(self) -> str:
-        return str(ipaddress.ip_interface(self.lan_address).ip)
-
-
 def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
-    """Everything a node boots from, under its own folder: state for the stubs, the stubs, a fake /sys
-    and /proc/driver, meminfo, the deployment's files, the sshd config and the boot script."""
-    d = node.dir
-    spec = node.spec
+    """Everything a node boots from, under its own folder, one part at a time."""
+    ports = _rdma_ports(scenario)
+    _write_stubs(node, ports, inventory_data)
+    _write_fake_sys(node, ports)
+    _write_deployment(node, scenario, inventory_data, cluster_dir)
+    _write_sshd(node, cluster_dir)
+    _write_boot(node)
+
+
+def _rdma_ports(scenario: Scenario) -> list[dict[str, str]]:
+    """Every RDMA port of a node: the links' and the uncabled ones (the same on every node)."""
+    ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in scenario.links.items()]
+    ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in scenario.model.unused_ports.items()]
+    return sorted(ports, key=lambda p: p["rdma_device"].lower())
+
+
+def _write_stubs(node: SimNode, ports: list[dict[str, str]], inventory_data: dict[str, Any]) -> None:
+    """The stub tools on the node's PATH, and the state they answer from (sim/stub.py)."""
+    d, spec = node.dir, node.spec
     (d / "bin").mkdir(parents=True)
     shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
-    driver = {"kernel": "580.173.02", "userspace": "580.173.02", "cuda": "13.0", **spec.get("driver", {})}
-    driver.setdefault("installed", driver["userspace"])
-    ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in scenario.links.items()]
-    ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in scenario.data.get("unused_ports", {}).items()]
-    ports.sort(key=lambda p: p["rdma_device"].lower())
     state = {
         "node": node.name,
-        "driver": driver,
-        "gpu_uuid": spec.get("gpu_uuid", "GPU-00000000-0000-0000-0000-000000000000"),
+        "driver": _driver(node),
+        "gpu_uuid": spec.gpu_uuid or "GPU-00000000-0000-0000-0000-000000000000",
         "rdma_ports": ports,
-        "stubs": spec.get("stubs", []),
+        "stubs": [stub.model_dump() for stub in spec.stubs],
         "docker": _docker_state(node, inventory_data),
     }
     (d / "state.json").write_text(json.dumps(state, indent=2))
-    _write_deployment(node, scenario, inventory_data, cluster_dir)
-    for tool in ("nvidia-smi", "ibdev2netdev", "modinfo", "docker"):
+    for tool in TOOLS:
         stub = d / "bin" / tool
         stub.write_text(f'#!/bin/sh\nexec {STUB_PYTHON} -I -S {d / "stub.py"} {d / "state.json"} {tool} "$@"\n')
         stub.chmod(0o755)
-    # fake /sys: infiniband ports and the nvidia module
+
+
+def _driver(node: SimNode) -> dict[str, str]:
+    driver = node.spec.driver
+    return {**driver.model_dump(exclude={"installed"}), "installed": driver.installed or driver.userspace}
+
+
+def _write_fake_sys(node: SimNode, ports: list[dict[str, str]]) -> None:
+    """The files the boot script mounts over the node's /sys, /proc/driver and /proc/meminfo."""
+    d, driver = node.dir, node.spec.driver
     sysdir = d / "sys"
     for port in ports:
         pdir = sysdir / "class" / "infiniband" / port["rdma_device"] / "ports" / "1"
         pdir.mkdir(parents=True)
         (pdir / "link_layer").write_text("Ethernet\n")
-    if driver.get("kernel"):
+    if driver.kernel:
         (sysdir / "module" / "nvidia").mkdir(parents=True)
-        (sysdir / "module" / "nvidia" / "version").write_text(driver["kernel"] + "\n")
+        (sysdir / "module" / "nvidia" / "version").write_text(driver.kernel + "\n")
         (d / "proc_driver" / "nvidia").mkdir(parents=True)
         (d / "proc_driver" / "nvidia" / "version").write_text(
-            f"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  {driver['kernel']}  Release Build  "
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  {driver.kernel}  Release Build  "
             f"(dvs-builder@U22-I3-AF03-09-1)  Tue Jun 23 08:38:17 UTC 2026\n"
             "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04.1)\n"
         )
     else:
         (d / "proc_driver").mkdir()
-    meminfo = {
-        "MemTotal": 124958720,
-        "MemFree": 118400000,
-        "MemAvailable": 120100000,
-        **spec.get("meminfo", {}),
-    }
-    (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in meminfo.items()))
-    # sshd: its own host key, key-only root login, the stubs first on PATH
+    (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in node.spec.meminfo_kb().items()))
+
+
+def _write_sshd(node: SimNode, cluster_dir: Path) -> None:
+    """sshd: its own host key, key-only root login, the stubs first on PATH."""
+    d = node.dir
     _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(d / "host_key"))
     (d / "sshd_config").write_text(
         "\n".join(
@@ -122,11 +117,16 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
             ]
         )
     )
-    hostname = spec.get("hostname", node.name)
+
+
+def _write_boot(node: SimNode) -> None:
+    """The boot script: mounts the fake files inside the node's namespaces, real ufw, then sshd.
+    Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh"""
+    d, sysdir = node.dir, node.dir / "sys"
+    hostname = node.spec.hostname or node.name
     ufw = _ufw_commands(node)
     # sshd = false: the node is up (links, firewall) but nothing listens on port 22, so logins are refused
-    sshd = f"exec {SSHD} -D -e -f {d}/sshd_config" if spec.get("sshd", True) else "echo 'sshd: disabled'"
-    # Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh
+    sshd = f"exec {SSHD} -D -e -f {d}/sshd_config" if node.spec.sshd else "echo 'sshd: disabled'"
     (d / "boot.sh").write_text(
         f"""set -e
 hostname {hostname}
@@ -170,49 +170,49 @@ def _docker_state(node: SimNode, inventory_data: dict[str, Any]) -> dict[str, An
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    return merge(state, node.spec.get("docker", {}))
+    return merge(state, node.spec.docker.model_dump(exclude_unset=True))
 
 
 def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
     """The node's files, under its own root folder: compose, .env, HF cache, netplan, /etc/passwd
     (naming the login account), ~/.ssh for the QSFP mesh."""
     spec, fs = node.spec, node.dir / "fs"
-    inv_data = inventory_data
-    dep, service = inv_data.get("deployment", {}), inv_data.get("service", {})
+    dep, service = inventory_data.get("deployment", {}), inventory_data.get("service", {})
     links = list(scenario.links.items())
-    users = spec.get("users", ["lenovo"])
-    ssh_dir = fs / "home" / users[0] / ".ssh"  # the home of the node's first name (what ssh reads)
+    home = fs / "home" / spec.login_user
+    ssh_dir = home / ".ssh"  # the home of the node's first name (what ssh reads)
     for sub in (fs / "etc", ssh_dir):
         sub.mkdir(parents=True, exist_ok=True)
     if dep:
-        edits = scenario.data.get("deployment", {}).get("compose_edits", []) + spec.get("compose_edits", [])
+        edits = [*scenario.model.deployment.compose_edits, *spec.compose_edits]
         deploy.place(fs, dep["compose_file"]).write_text(deploy.render_compose(edits))
         env = {
             "MODEL_ID": service.get("model", ""),
             "NODE_RANK": str(node.rank),
             "VLLM_HOST_IP": links[0][1]["addresses"][node.name].split("/")[0] if links else "",
-            **spec.get("env", {}),
+            **spec.env,
         }
         deploy.place(fs, dep["env_file"]).write_text(deploy.render_env(env))
-        if service.get("model") and not spec.get("hf", {}).get("absent"):
-            hf = merge(scenario.data.get("deployment", {}).get("hf", {}), spec.get("hf", {}))
+        if service.get("model") and not spec.hf.absent:
+            hf = merge(
+                scenario.model.deployment.hf.model_dump(exclude_unset=True), spec.hf.model_dump(exclude_unset=True)
+            )
             folder = fs / dep["hf_cache"].lstrip("/") / "hub" / ("models--" + service["model"].replace("/", "--"))
             deploy.build_hf_cache(folder, service["model"], hf)
-    netplan = spec.get("netplan", {})
     plan = {
         netdev: ("link-local" if i == 0 else link["addresses"][node.name])
         for i, (netdev, link) in enumerate(links)
-        if netdev not in netplan.get("omit", [])
+        if netdev not in spec.netplan.omit
     }
     path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
     path.write_text(deploy.render_netplan(plan))
-    path.chmod(int(str(netplan.get("mode", "600")), 8))
-    deploy.write_passwd(fs / "etc", users, unprivileged=bool(spec.get("unprivileged")))
-    if spec.get("ssh_key", True):
+    path.chmod(int(spec.netplan.mode, 8))
+    deploy.write_passwd(fs / "etc", spec.users, unprivileged=spec.unprivileged)
+    if spec.ssh_key:
         shutil.copy2(cluster_dir / "client_key", ssh_dir / "id_ed25519")
-    if spec.get("unprivileged"):  # the suite logs in as this account: its own keys, its own home
+    if spec.unprivileged:  # the suite logs in as this account: its own keys, its own home
         shutil.copy2(cluster_dir / "authorized_keys", ssh_dir / "authorized_keys")
-        for path in [fs / "home" / users[0], *(fs / "home" / users[0]).rglob("*")]:
+        for path in [home, *home.rglob("*")]:
             os.chown(path, deploy.UNPRIVILEGED_UID, deploy.UNPRIVILEGED_UID, follow_symlinks=False)
 
 
@@ -225,20 +225,20 @@ def _ufw_commands(node: SimNode) -> str:
     The ufw.service link is set in the node's own /etc too, so the real `systemctl is-enabled`
     answers from the scenario, not from this machine's set-up.
     """
-    ufw = node.spec.get("ufw", {})
-    if ufw.get("unit", "enabled") == "enabled":
+    ufw = node.spec.ufw
+    if ufw.unit == "enabled":
         lines = [
             f"mkdir -p {UFW_UNIT_LINK.rsplit('/', 1)[0]}",
             f"ln -sf /lib/systemd/system/ufw.service {UFW_UNIT_LINK}",
         ]
     else:
         lines = [f"rm -f {UFW_UNIT_LINK}"]
-    if ufw.get("enabled"):
+    if ufw.enabled:
         lines += ["ufw --force reset >/dev/null 2>&1", "ufw default deny incoming >/dev/null"]
-        lines += [f"ufw {rule} >/dev/null" for rule in ufw.get("rules", [])]
+        lines += [f"ufw {rule} >/dev/null" for rule in ufw.rules]
         lines.append("ufw --force enable >/dev/null")
-        if not ufw.get("enabled_on_boot", True):
+        if not ufw.enabled_on_boot:
             lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
-    if node.spec.get("blackholed"):  # sshd runs, but its port drops every packet: a firewall black hole
+    if node.spec.blackholed:  # sshd runs, but its port drops every packet: a firewall black hole
         lines.append("iptables -I INPUT -p tcp --dport 22 -j DROP")
     return "\n".join(lines)

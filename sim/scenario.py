@@ -75,8 +75,14 @@ class Scenario:
     data: dict[str, Any]
 
     @property
-    def nodes(self) -> dict[str, dict[str, Any]]:
-        return dict(sorted(self.data["nodes"].items(), key=lambda kv: kv[1]["rank"]))
+    def model(self) -> spec.Scenario:
+        """The scenario, typed, with every default (validated at load)."""
+        return spec.Scenario.model_validate(self.data)
+
+    @property
+    def nodes(self) -> dict[str, spec.Node]:
+        """Node name -> its typed spec, in rank order."""
+        return dict(sorted(self.model.nodes.items(), key=lambda kv: kv[1].rank))
 
     @property
     def links(self) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sim.stub import TOOLS
+
+DEPLOYMENT_USER = "lenovo"  # the field report's: what `id -un` prints on a node unless `users` says otherwise
+API_PORT = 20001  # the fake vLLM's port unless [service] port says otherwise
+# /proc/meminfo of a GB10 before vLLM starts, kB: MemTotal, little page cache (a scenario's meminfo adds to it)
+MEMINFO = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000}
 
 
 class _Spec(BaseModel):
@@ -24,12 +31,19 @@ class Driver(_Spec):
 
 
 class Stub(_Spec):
-    tool: Literal["nvidia-smi", "ibdev2netdev", "modinfo", "docker"]
+    tool: str  # one of sim/stub.py's TOOLS
     match: str = ""
     stdout: str = ""
     stderr: str = ""
     rc: int = 0
     delay: float = Field(0, ge=0)
+
+    @field_validator("tool")
+    @classmethod
+    def _known_tool(cls, tool: str) -> str:
+        if tool not in TOOLS:
+            raise ValueError(f"the sim stubs {', '.join(sorted(TOOLS))}; not {tool!r}")
+        return tool
 
 
 class Image(_Spec):
@@ -89,7 +103,7 @@ class Node(_Spec):
     powered_off: bool = False
     blackholed: bool = False  # sshd up, its port silently drops everything
     sshd: bool = True  # false: the node is up, its SSH port refuses connections
-    users: list[str] = Field(["lenovo"], min_length=1)
+    users: list[str] = Field([DEPLOYMENT_USER], min_length=1)
     unprivileged: bool = False
     sudo: bool | None = None
     ssh_key: bool = True
@@ -100,6 +114,18 @@ class Node(_Spec):
     netplan: Netplan = Netplan()
     hf: Hf = Hf()
     stubs: list[Stub] = []
+
+    @property
+    def login_user(self) -> str:
+        """The node's first name of uid 0 (or, unprivileged, its ordinary account): what `id -un` prints."""
+        return self.users[0]
+
+    def lan(self) -> str:
+        """Where SSH reaches it on the LAN (address/prefix)."""
+        return self.lan_address or f"192.168.40.{30 + 2 * self.rank}/24"
+
+    def meminfo_kb(self) -> dict[str, int]:
+        return {**MEMINFO, **self.meminfo}
 
 
 class Link(_Spec):
@@ -114,7 +140,7 @@ class FakeApi(_Spec):
     served_model_name: str | None = None
     model: str | None = None
     max_model_len: int | None = None
-    port: int = Field(20001, ge=1, le=65535)
+    port: int = Field(API_PORT, ge=1, le=65535)
     vllm_version: str = "0.12.0"
     api_key: str | None = None
 

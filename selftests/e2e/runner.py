@@ -88,6 +88,13 @@ def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout:
     return finish(start_suite(tmp, *args, env=env), tmp, timeout)
 
 
+def run_scenario(tmp: Path, body: str, *args: str, **kwargs: object) -> SuiteRun:
+    """The suite against a scenario file of the test's own (its TOML text)."""
+    scenario = tmp / "scenario.toml"
+    scenario.write_text(body)
+    return run_suite(tmp, f"--sim={scenario}", *args, **kwargs)  # type: ignore[arg-type]
+
+
 def sim_leftovers(pid: int) -> list[str]:
     """Namespaces, run dirs and sshd processes a suite run with this pid left behind."""
     left = [

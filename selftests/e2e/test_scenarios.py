@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from selftests.e2e.runner import run_suite, sim_leftovers
+from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 from sim.scenario import builtin_names, load_scenario
 
 pytestmark = pytest.mark.sim
@@ -129,13 +129,14 @@ def test_one_snapshot_round_trip_per_node(tmp_path):
 
 
 def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
-    scenario = tmp_path / "garbage-smi.toml"
-    scenario.write_text(
+    run = run_scenario(
+        tmp_path,
         'description = "rank 1 nvidia-smi prints garbage"\nbase = "healthy"\n'
         '[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\nmatch = "--query-gpu"\n'
-        'stdout = "Segmentation fault\\n"\nrc = 139\n'
+        'stdout = "Segmentation fault\\n"\nrc = 139\n',
+        "-m",
+        "preflight",
     )
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
     assert run.failed() == {f"{DRV}[{R1}]": {"unexpected-output"}}, run.out
     message = run.junit[f"{DRV}[{R1}]"]["message"]
     assert "cannot parse nvidia-smi" in message and "Segmentation fault" in message and "exit status 139" in message
@@ -143,12 +144,13 @@ def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
 
 def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
     """Docker absent on rank 1: each check that reads Docker there fails with tool-missing (never a pass)."""
-    scenario = tmp_path / "no-docker.toml"
-    scenario.write_text(
+    run = run_scenario(
+        tmp_path,
         'base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "docker"\n'
-        'stderr = "sh: 1: docker: not found\\n"\nrc = 127\n'
+        'stderr = "sh: 1: docker: not found\\n"\nrc = 127\n',
+        "-m",
+        "preflight",
     )
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
     needs_docker = {
         f"{GPU}[{R1}]",
         f"{P}test_docker.py::test_docker_memory_accounting[{R1}]",
@@ -164,9 +166,9 @@ def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
 
 def test_ufw_unit_disabled_is_not_persistent(tmp_path):
     """ENABLED=yes but ufw.service disabled: the real systemctl, reading the node's own unit links."""
-    scenario = tmp_path / "unit-off.toml"
-    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-30.ufw]\nunit = "disabled"\n')
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    run = run_scenario(
+        tmp_path, 'base = "healthy"\n[nodes.thinkstationpgx-30.ufw]\nunit = "disabled"\n', "-m", "preflight"
+    )
     after_reboot = f"{P}test_firewall.py::test_firewall_after_reboot[{R0}]"
     assert run.failed() == {after_reboot: {"ufw-not-persistent"}}, run.out
     assert "ufw.conf ENABLED=yes, ufw.service disabled" in run.junit[after_reboot]["message"]
@@ -174,9 +176,9 @@ def test_ufw_unit_disabled_is_not_persistent(tmp_path):
 
 def test_docker_daemon_down_is_named_as_such(tmp_path):
     """The docker CLI answers, the daemon does not: the parser knows the text and names its hint."""
-    scenario = tmp_path / "docker-down.toml"
-    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-32.docker]\ndaemon = "down"\n')
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    run = run_scenario(
+        tmp_path, 'base = "healthy"\n[nodes.thinkstationpgx-32.docker]\ndaemon = "down"\n', "-m", "preflight"
+    )
     failed = run.failed()
     assert set(failed) == {
         f"{GPU}[{R1}]",
@@ -189,9 +191,14 @@ def test_docker_daemon_down_is_named_as_such(tmp_path):
 
 
 def test_hung_tool_is_a_timeout_verdict_not_a_hung_suite(tmp_path):
-    scenario = tmp_path / "hung-smi.toml"
-    scenario.write_text('base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n')
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight", env={}, timeout=90)
+    run = run_scenario(
+        tmp_path,
+        'base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n',
+        "-m",
+        "preflight",
+        env={},
+        timeout=90,
+    )
     failed = run.failed()
     assert set(failed) == {f"{DRV}[{R1}]", f"{P}test_nvidia_smi.py::test_nvidia_smi_answers[{R1}]", f"{GPU}[{R1}]"}, (
         run.out
@@ -262,9 +269,9 @@ def test_a_killed_run_is_cleaned_by_the_next(tmp_path):
 
 def test_no_driver_loaded_has_its_own_hint(tmp_path):
     """No nvidia module at all is not a version skew: driver-not-loaded, not driver-version-mismatch."""
-    scenario = tmp_path / "no-driver.toml"
-    scenario.write_text('base = "healthy"\n[nodes.thinkstationpgx-32]\ndriver = { kernel = "" }\n')
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "preflight")
+    run = run_scenario(
+        tmp_path, 'base = "healthy"\n[nodes.thinkstationpgx-32]\ndriver = { kernel = "" }\n', "-m", "preflight"
+    )
     failed = run.failed()
     assert failed[f"{DRV}[{R1}]"] == {"driver-not-loaded"}, run.out
     assert failed[f"{INSTALLED}[{R1}]"] == {"driver-not-loaded"}, run.out
@@ -272,12 +279,13 @@ def test_no_driver_loaded_has_its_own_hint(tmp_path):
 
 
 def test_an_rdma_device_that_does_not_exist_is_not_a_cable_fault(tmp_path):
-    scenario = tmp_path / "renamed.toml"
-    scenario.write_text(
+    run = run_scenario(
+        tmp_path,
         'base = "healthy"\n[[nodes.thinkstationpgx-32.stubs]]\ntool = "ibdev2netdev"\n'
-        'stdout = "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\\nroceP2p1s0f0x port 1 ==> enP2p1s0f0np0 (Up)\\n"\n'
+        'stdout = "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\\nroceP2p1s0f0x port 1 ==> enP2p1s0f0np0 (Up)\\n"\n',
+        "-m",
+        "network",
     )
-    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "network")
     assert run.failed() == {f"{LINK}[{R1}-enP2p1s0f0np0]": {"rdma-device-missing"}}, run.out
     assert "roceP2p1s0f0x" in run.junit[f"{LINK}[{R1}-enP2p1s0f0np0]"]["message"]
 

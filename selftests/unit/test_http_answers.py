@@ -7,10 +7,9 @@ import threading
 
 import pytest
 
-from gb10check.api import ApiClient
 from gb10check.errors import ParseError, ServiceError
-from gb10check.inventory import ApiSpec
 from gb10check.parsers.vllm_api import parse_models
+from selftests.unit.loopback import api_client
 
 
 def _serve_once(raw: bytes, close_early: bool = False):
@@ -33,13 +32,6 @@ def _serve_once(raw: bytes, close_early: bool = False):
 
     threading.Thread(target=serve, daemon=True).start()
     return listener
-
-
-def _client(port: int) -> ApiClient:
-    spec = ApiSpec(
-        base_url=f"http://127.0.0.1:{port}", served_model_name="m", model="org/m", max_model_len=8, request_timeout=3
-    )
-    return ApiClient(spec, env={})
 
 
 def _http(status: str, body: bytes, ctype: str = "application/json") -> bytes:
@@ -65,7 +57,7 @@ ANSWERS = {
 def test_a_broken_answer_is_a_clear_verdict(case):
     raw, kind, expected = ANSWERS[case]
     listener = _serve_once(raw, close_early=True)
-    client = _client(listener.getsockname()[1])
+    client = api_client(listener.getsockname()[1])
     try:
         if kind == "error":
             with pytest.raises(ServiceError, match=str(expected)):
@@ -88,7 +80,7 @@ def test_nothing_listening_is_service_unreachable():
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # the port is free: a connect is refused
-    client = _client(port)
+    client = api_client(port)
     try:
         with pytest.raises(ServiceError) as err:
             client.get("/health")

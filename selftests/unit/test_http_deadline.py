@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from gb10check.api import ApiClient
 from gb10check.errors import ServiceError
-from gb10check.inventory import ApiSpec
+from selftests.unit.loopback import api_client
 
 BODY = b'{"object": "list", "data": []}' + b" " * 70
 
@@ -50,14 +49,7 @@ def _trickle_server(phase: str):
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickling_server_is_cut_off_at_the_deadline(phase):
     port, stop = _trickle_server(phase)
-    spec = ApiSpec(
-        base_url=f"http://127.0.0.1:{port}",
-        served_model_name="m",
-        model="org/m",
-        max_model_len=1024,
-        request_timeout=3,
-    )
-    client = ApiClient(spec, env={})
+    client = api_client(port)
     start = time.monotonic()
     try:
         with pytest.raises(ServiceError, match=r"no complete answer within 3 s"):
@@ -84,14 +76,7 @@ def test_a_prompt_server_still_answers():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    spec = ApiSpec(
-        base_url=f"http://127.0.0.1:{server.server_address[1]}",
-        served_model_name="m",
-        model="org/m",
-        max_model_len=1024,
-        request_timeout=3,
-    )
-    client = ApiClient(spec, env={})
+    client = api_client(server.server_address[1])
     try:
         first, second = client.get("/health"), client.get("/health")  # the deadline is per request
     finally:
