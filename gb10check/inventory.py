@@ -53,6 +53,7 @@ class Link(_Strict):
     netdev: str
     rdma_device: str
     gid_index: int = Field(3, ge=0)
+    mtu: int | None = Field(None, ge=576, le=9216)  # both ends must have it, when set
     min_gbps: float = Field(100.0, gt=0)
     addresses: dict[str, str]  # node name -> "address/prefix"
 

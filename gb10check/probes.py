@@ -28,6 +28,7 @@ from gb10check.parsers.docker import (
 from gb10check.parsers.framed import FileRead, framed_files_command, parse_framed_files, parse_word
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
+from gb10check.parsers.iproute import Netdev, Route, parse_ip_addr, parse_ip_route
 from gb10check.parsers.meminfo import MemInfo, parse_meminfo
 from gb10check.parsers.nvidia import (
     KernelModule,
@@ -125,6 +126,8 @@ NVIDIA_SMI: Read[NvidiaSmiResult] = Read(
 # -- the host ------------------------------------------------------------------------------------
 IBDEV2NETDEV: Read[tuple[RdmaPort, ...]] = Read("ibdev2netdev", _always("ibdev2netdev"), parse_ibdev2netdev)
 MEMINFO: Read[MemInfo] = Read("meminfo", _always("cat /proc/meminfo"), parse_meminfo)
+IP_ADDR: Read[dict[str, Netdev]] = Read("ip_addr", _always("ip -j -d addr"), parse_ip_addr)
+IP_ROUTE: Read[tuple[Route, ...]] = Read("ip_route", _always("ip -j route"), parse_ip_route)
 WHOAMI: Read[str] = Read("whoami", _always("id -un"), lambda t: parse_word(t, "id -un"))
 GROUPS: Read[list[str]] = Read("groups", _always("id -Gn"), str.split)
 # -- the firewall --------------------------------------------------------------------------------
@@ -195,6 +198,8 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     MODINFO_VERSION,
     NVIDIA_SMI,
     IBDEV2NETDEV,
+    IP_ADDR,
+    IP_ROUTE,
     MEMINFO,
     WHOAMI,
     GROUPS,

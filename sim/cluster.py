@@ -209,7 +209,10 @@ class SimCluster:
                 node = by_name[node_name]
                 _sh("ip", "link", "set", tmp_name, "netns", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
-                _sh("ip", "-n", node.ns, "addr", "add", addresses[node_name], "dev", netdev)
+                address = node.spec.addresses.get(netdev, addresses[node_name])  # renumbered, or the link's
+                _sh("ip", "-n", node.ns, "addr", "add", address, "dev", netdev)
+                if netdev in node.spec.mtu:
+                    _sh("ip", "-n", node.ns, "link", "set", netdev, "mtu", str(node.spec.mtu[netdev]))
                 if netdev not in node.spec.down and not node.spec.powered_off:
                     _sh("ip", "-n", node.ns, "link", "set", netdev, "up")
         for node in self.nodes:
@@ -228,6 +231,8 @@ class SimCluster:
                     "name",
                     f"gb10nc{index}",
                 )
+            for route in node.spec.routes:  # a scenario's extra route (its gateway is a sim node, never outside)
+                _sh("ip", "-n", node.ns, "route", "add", *route.split())
 
     def _start_sshd(self, node: SimNode) -> None:
         log = (node.dir / "sshd.log").open("wb")
@@ -330,10 +335,11 @@ class SimCluster:
         examples = {lk["netdev"]: lk for lk in data.get("links", [])}
         data["links"] = [
             {
-                **{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps")},
+                **{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps", "mtu")},
                 "netdev": netdev,
                 "rdma_device": link["rdma_device"],
                 "addresses": link["addresses"],
+                **({"mtu": link["mtu"]} if "mtu" in link else {}),
             }
             for netdev, link in self.scenario.links.items()
         ]

@@ -138,6 +138,8 @@ def write_passwd(etc: Path, users: list[str], unprivileged: bool = False) -> Non
     1000, its own group) and the suite logs in as it.
     """
     lines = [f"{u}:x:0:0:{u}:/home/{u}:/bin/sh\n" for u in users]
+    # the suite logs in as root: with /bin/sh, no dotfile of this machine's root (its ~/.bashrc) runs in the node
+    lines.append("root:x:0:0:root:/root:/bin/sh\n")
     groups = ""
     if unprivileged:
         name, uid = users[0], UNPRIVILEGED_UID

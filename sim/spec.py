@@ -100,6 +100,9 @@ class Node(_Spec):
     gpu_uuid: str | None = None
     meminfo: dict[str, int] = {}
     down: list[str] = []
+    mtu: dict[str, int] = {}  # netdev -> MTU on this node (default: the kernel's 1500)
+    addresses: dict[str, str] = {}  # netdev -> the address this node really has, when not the link's (renumbered)
+    routes: list[str] = []  # `ip route add` arguments, e.g. "default via 169.254.94.252 dev enp1s0f0np0"
     powered_off: bool = False
     blackholed: bool = False  # sshd up, its port silently drops everything
     sshd: bool = True  # false: the node is up, its SSH port refuses connections
@@ -131,6 +134,7 @@ class Node(_Spec):
 class Link(_Spec):
     rdma_device: str
     addresses: dict[str, str]
+    mtu: int | None = None  # what the inventory expects of this link (the nodes' own MTU: nodes.<name>.mtu)
 
 
 class FakeApi(_Spec):
@@ -178,6 +182,10 @@ class Scenario(_Spec):
                 raise ValueError(
                     f"nodes.{name}.down names {unknown}, which no link or unused port has: {sorted(netdevs)}"
                 )
+            for key in ("mtu", "addresses"):
+                strays = sorted(set(getattr(node, key)) - set(self.links))
+                if strays:
+                    raise ValueError(f"nodes.{name}.{key} names {strays}, which no link has: {sorted(self.links)}")
             omitted = sorted(set(node.netplan.omit) - set(self.links))
             if omitted:
                 raise ValueError(f"nodes.{name}.netplan.omit names {omitted}, which no link has: {sorted(self.links)}")

@@ -10,7 +10,21 @@ from gb10check.parsers.framed import FileRead
 
 def configured_netdevs(files: list[FileRead]) -> dict[str, FileRead]:
     """netdev -> the file that configures it under network.ethernets (a later file wins, as in netplan)."""
-    out: dict[str, FileRead] = {}
+    return {netdev: f for netdev, (f, _) in _ethernets(files).items()}
+
+
+def link_local_ipv4(files: list[FileRead]) -> set[str]:
+    """The netdevs netplan gives an IPv4 link-local address (`link-local: [ ipv4 ]`): it changes on reconnect."""
+    out = set()
+    for netdev, (_, conf) in _ethernets(files).items():
+        families = conf.get("link-local")
+        if isinstance(families, list) and "ipv4" in families:
+            out.add(netdev)
+    return out
+
+
+def _ethernets(files: list[FileRead]) -> dict[str, tuple[FileRead, dict[str, object]]]:
+    out: dict[str, tuple[FileRead, dict[str, object]]] = {}
     for f in sorted(files, key=lambda f: f.path.rsplit("/", 1)[-1]):  # netplan reads files in name order
         try:
             doc = yaml.safe_load(f.text)
@@ -24,6 +38,6 @@ def configured_netdevs(files: list[FileRead]) -> dict[str, FileRead]:
         ethernets = network.get("ethernets") or {}
         if not isinstance(ethernets, dict):
             raise ParseError(f.path, "'network.ethernets' is not a mapping", f.text)
-        for netdev in ethernets:
-            out[str(netdev)] = f
+        for netdev, conf in ethernets.items():
+            out[str(netdev)] = (f, conf if isinstance(conf, dict) else {})
     return out

@@ -24,6 +24,8 @@ READS = [
     r"modinfo -F version nvidia",
     r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader",
     r"ibdev2netdev",
+    r"ip -j -d addr",
+    r"ip -j route",
     r"id -un",
     r"id -Gn",
     r"systemctl is-enabled [\w.-]+",

@@ -302,3 +302,10 @@ def test_a_pass_records_what_it_found_never_a_contradiction(tmp_path):
         if m["ok"] and contradiction.search(m["found"])
     ]
     assert bad == []
+
+
+def test_a_link_mtu_the_inventory_sets_is_held_on_both_ends(tmp_path):
+    run = run_scenario(tmp_path, 'base = "healthy"\n[links.enp1s0f0np0]\nmtu = 9000\n', "-m", "network")
+    mtu = "tests_network/test_interfaces.py::test_one_mtu_per_link[enp1s0f0np0]"
+    assert run.failed() == {mtu: {"mtu-mismatch"}}, run.out
+    assert "the same on both ends: 9000, as the inventory says" in run.junit[mtu]["message"]
