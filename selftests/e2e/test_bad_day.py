@@ -79,7 +79,7 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
     assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
     failed = run.run.failed()
     unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}
-    assert unreachable and all(R1 in tid or "[" not in tid for tid in unreachable), failed
+    assert unreachable and not any("thinkstationpgx-30" in tid for tid in unreachable), failed  # rank 0 has evidence
     message = next(iter(run.run.junit[t]["message"] for t in unreachable))
     assert message.startswith(f"[node-unreachable] {R1} (") and "cannot connect within 2 s" in message, message
     assert out.count("[node-unreachable] A node cannot be reached over SSH") == 1  # the section once
