@@ -9,12 +9,16 @@ from summary.json (start-up: options, inventory, the sim's bring-up; session: co
 checks; snapshot: the parallel snapshot) and the session's ratio to the floor. Also pytest's
 start-up alone, and the SSH sessions and commands per node.
 Aim (structure issue): the preflight session at most 1.5x the floor.
+The sim's nodes run on this machine's cores, so the floor above cannot be reached where the probes'
+CPU exceeds the cores' time: the CPU floor is the connect plus the CPU seconds of every node's whole
+probe script (sh's `times`, stubs and the ssh logins included) divided by the cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -32,8 +36,15 @@ def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     return time.monotonic() - start, proc
 
 
-def floor(scenario: str) -> tuple[float, float, str]:
-    """(connect + trivial command, nodes in parallel; the slowest probe alone; which probe)."""
+def node_cpu_seconds(stdout: str) -> float:
+    """The children's user + system time from the last line of sh's `times` (`0m0.300000s 0m0.080000s`)."""
+    user, system = stdout.strip().splitlines()[-1].split()
+    return sum(int(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s")) for t in (user, system))
+
+
+def floor(scenario: str) -> tuple[float, float, str, float]:
+    """(connect + trivial command, nodes in parallel; the slowest probe alone; which probe; the CPU
+    seconds every node's whole probe script costs, summed over the nodes)."""
     import fabric  # noqa: F401  (a bare connect: the import is not the connect's)
 
     from gb10check.inventory import load_inventory
@@ -73,11 +84,16 @@ def floor(scenario: str) -> tuple[float, float, str]:
                 alone = time.monotonic() - start - trip
                 if alone > slowest:
                     slowest, which = alone, f"{probe.name} on {node.name}"
+        cpu = 0.0
+        for node in cluster.nodes.values():
+            script = build_script(node.probes, new_boundary(), cluster.inventory.thresholds.command_timeout)
+            runs = [node.transport.run(f"{{ {script}\n}} >/dev/null 2>&1; times", 30) for _ in range(3)]
+            cpu += statistics.median(node_cpu_seconds(r.stdout) for r in runs)
         cluster.close()
     finally:
         netns.leave(previous)
         sim.down()
-    return connect, slowest, which
+    return connect, slowest, which, cpu
 
 
 def main() -> int:
@@ -88,13 +104,19 @@ def main() -> int:
     args = parser.parse_args()
     py = sys.executable
     startup = [timed([py, "-m", "pytest", "--version"])[0] for _ in range(args.runs)]
-    connect, slowest, which = floor(args.scenario)
+    connect, slowest, which, cpu = floor(args.scenario)
     the_floor = connect + slowest
+    cores = os.cpu_count() or 1
+    cpu_floor = connect + cpu / cores
     print(f"scenario {args.scenario}, {args.runs} runs per marker")
     print(f"  pytest start-up (--version):  median {statistics.median(startup):.2f} s")
     print(
         f"  floor: connect + 1 command, nodes in parallel {connect:.2f} s + slowest probe alone "
         f"{slowest:.2f} s ({which}) = {the_floor:.2f} s"
+    )
+    print(
+        f"  CPU floor: connect {connect:.2f} s + every node's probe script, {cpu:.2f} CPU-s in all, over "
+        f"{cores} cores = {cpu_floor:.2f} s (the sim's nodes share this machine's cores)"
     )
     for marker in args.markers.split(","):
         rows = []
@@ -114,7 +136,8 @@ def main() -> int:
             f"  -m {marker:9} whole run {statistics.median(r[0] for r in rows):.2f} s; start-up "
             f"{statistics.median(r[1]['start_up'] for r in rows):.2f} s; session {session:.2f} s "
             f"(snapshot {statistics.median(r[1].get('snapshot', 0.0) for r in rows):.2f} s) = "
-            f"{session / the_floor:.2f}x the floor; {rows[-1][2]} (exit {rows[-1][4]})"
+            f"{session / the_floor:.2f}x the floor, {session / cpu_floor:.2f}x the CPU floor; "
+            f"{rows[-1][2]} (exit {rows[-1][4]})"
         )
     for node, stats in rows[-1][3].items():
         print(

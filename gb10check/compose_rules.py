@@ -1,6 +1,7 @@
 """The compose lint: each rule one line of the deployment and why it exists, as data.
 
-A rule reads the node's interpolated service, the `vllm serve` this rank runs and the inventory,
+A rule reads the node's service as Compose will create it, the `vllm serve` this rank runs (with
+the environment vLLM gets) and the inventory,
 and returns (ok, expected, found), or raises NotApplicable. Pure; the test module turns each rule into a test per node.
 """
 
@@ -45,7 +46,7 @@ def _value(value: object) -> str:
 
 
 def _env(ctx: Context, expected: dict[str, str]) -> Outcome:
-    env = ctx.service.environment
+    env = ctx.run.environment  # what vLLM gets: Compose's environment and the script's exports
     wrong = {k: env.get(k) for k, v in expected.items() if env.get(k) != v}
     return (
         not wrong,
@@ -69,11 +70,16 @@ def _restart_no(ctx: Context) -> Outcome:
 
 
 def _rdma_device(ctx: Context) -> Outcome:
+    if ctx.service.privileged:  # every host device, /dev/infiniband among them
+        return True, "devices: /dev/infiniband", "privileged: true (every host device)"
     devices = ctx.service.devices
     return "/dev/infiniband" in devices, "devices: /dev/infiniband", f"devices: {devices or 'none'}"
 
 
 def _ipc_lock(ctx: Context) -> Outcome:
+    if ctx.service.all_capabilities:
+        how = "privileged: true" if ctx.service.privileged else "cap_add: [ALL]"
+        return True, "cap_add: IPC_LOCK", f"{how} (every capability)"
     caps = ctx.service.cap_add
     return "IPC_LOCK" in caps, "cap_add: IPC_LOCK", f"cap_add: {caps or 'none'}"
 
@@ -126,7 +132,7 @@ def _gid_index(ctx: Context) -> Outcome:
 def _hca_exact(ctx: Context) -> Outcome:
     _needs_links(ctx, "NCCL_IB_HCA")
     devices = [link.rdma_device for link in ctx.inventory.links]
-    value = ctx.service.environment.get("NCCL_IB_HCA")
+    value = ctx.run.environment.get("NCCL_IB_HCA")
     expected = "=" + ",".join(devices)
     listed = [d.split(":")[0] for d in (value or "").lstrip("=^").split(",") if d]
     ok = value is not None and value.startswith("=") and sorted(listed) == sorted(devices)

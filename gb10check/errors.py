@@ -6,6 +6,7 @@
     ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
     ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
     ├── ParseError            a tool printed something its parser does not recognise
+    ├── ComposeRejected       the node's Docker Compose refuses the compose file
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
     ├── MissingFile           a file the check reads is not on the node
@@ -85,6 +86,12 @@ class ParseError(GB10Error):
         # a parser that recognises the tool's own error text names the hint for it
         super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}", hint_ids=hint_ids)
         self.context = {}
+
+
+class ComposeRejected(GB10Error):
+    """The node's own Docker Compose refuses the deployment's compose file (`docker compose up` would too)."""
+
+    hint_ids = ("compose-invalid",)
 
 
 class ToolMissing(GB10Error):

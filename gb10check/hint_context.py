@@ -144,6 +144,7 @@ def render_command(template: str, ctx: Context) -> list[str]:
     values = ctx[lists[0]] if lists else [None]
     lines = []
     for value in values:
+
         def fill(match: re.Match[str], item: str | None = value) -> str:
             field = ctx[match[1]]
             return shlex.quote(item if isinstance(field, list) and item is not None else str(field))

@@ -9,12 +9,13 @@ else a clear refusal.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from gb10check import inventory as inv
-from gb10check.compose import parse_dotenv
+from gb10check.compose_fallback import parse_dotenv
 from gb10check.fit import ModelDims, parse_model_config
 from gb10check.parsers.docker import (
     Container,
@@ -177,6 +178,41 @@ CONTAINER: Read[Container | None] = Read(
 )
 # -- the deployment's files (the compose is read with the node's .env: gb10check/facts.py) ------------
 COMPOSE: Read[str] = Read("compose", _deployed(lambda d: f"cat {q(d.compose_file)}"), str)
+# the files `docker compose up` merges over a default-named compose file in its folder
+OVERRIDE_NAMES = (
+    "compose.override.yaml",
+    "compose.override.yml",
+    "docker-compose.override.yaml",
+    "docker-compose.override.yml",
+)
+DEFAULT_NAMES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+
+
+def compose_config_command(d: inv.Deployment) -> str:
+    """The node's own Compose reading the deployment as `docker compose up` in its folder will:
+    a default-named file with its override files and COMPOSE_FILE, else `-f` that file; the
+    inventory's .env for interpolation when it is not the folder's own. Reads; creates nothing."""
+    folder, name = posixpath.split(d.compose_file)
+    args = "" if name in DEFAULT_NAMES else f" -f {q(d.compose_file)}"
+    if d.env_file != posixpath.join(folder, ".env"):
+        args += f" --env-file {q(d.env_file)}"
+    return f"cd {q(folder or '/')} && docker compose version --short && docker compose{args} config --format json"
+
+
+def _overrides(d: inv.Deployment) -> str | None:
+    folder, name = posixpath.split(d.compose_file)
+    if name not in DEFAULT_NAMES:
+        return None
+    return framed_files_command(" ".join(q(posixpath.join(folder, o)) for o in OVERRIDE_NAMES))
+
+
+# judged in gb10check/facts.py: Compose's JSON, its refusal of the file, or no Compose plugin at all
+COMPOSE_CONFIG: Read[str] = Read("compose_config", _deployed(compose_config_command), str, accept_rc=(0, 1, 15))
+COMPOSE_OVERRIDES: Read[list[FileRead]] = Read(
+    "compose_overrides",
+    lambda w: _overrides(w.deployment) if w.deployment is not None else None,
+    lambda t: parse_framed_files(t, "compose override files"),
+)
 DOTENV: Read[dict[str, str]] = Read("dotenv", _deployed(lambda d: f"cat {q(d.env_file)}"), parse_dotenv)
 # -- the model's hub folder ----------------------------------------------------------------------
 HF_LISTING: Read[dict[str, Entry]] = Read(
@@ -214,6 +250,8 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     IMAGE,
     CONTAINER,
     COMPOSE,
+    COMPOSE_CONFIG,
+    COMPOSE_OVERRIDES,
     DOTENV,
     HF_LISTING,
     HF_REVISION,

@@ -1,22 +1,30 @@
-"""What a vLLM container's command runs on a given rank, read statically (never executed).
+"""What a vLLM container's command runs on a given rank, read with bash's grammar (never executed).
 
-The command is usually a bash script that branches on NODE_RANK: `if/elif/else/fi` on
-`[ "$NODE_RANK" = 0 ]`-style tests are evaluated for the rank with the container's environment,
-the script's own `NAME=value` assignments are expanded, anything else is a ParseError that says
-what could not be read. Pure.
+The command is usually a bash script that branches on NODE_RANK. tree-sitter's bash grammar parses
+it (quotes across lines, comments, continuations, `if/elif/else`, `case`); this module walks the
+tree for one rank with the container's environment: the script's own assignments, `export`
+(what vLLM really gets) and `exec`. What the grammar reads but this walk cannot follow (a function
+or loop that runs vLLM or sets variables, a command substitution that decides an argument, a
+condition it cannot evaluate) is a ParseError naming the construct. Pure.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
 
-from gb10check.compose import VAR as _VAR
+import tree_sitter
+import tree_sitter_bash
+
 from gb10check.compose import ComposeService
 from gb10check.errors import ParseError
 
+WHAT = "the container command"
 BOOLEAN_FLAGS = frozenset(
     {
         "headless",
@@ -35,17 +43,25 @@ BOOLEAN_FLAGS = frozenset(
         "async-scheduling",
     }
 )
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
-_CONDITION = re.compile(r"^(?P<a>\S*)\s*(?P<op>==|=|!=|-eq|-ne)\s*(?P<b>\S*)$")
+# constructs the walk cannot follow when they run vLLM or set variables (elsewhere they are skipped)
+_OPAQUE = {
+    "function_definition": "a function",
+    "for_statement": "a for loop",
+    "c_style_for_statement": "a for loop",
+    "while_statement": "a while/until loop",
+    "subshell": "a subshell",
+}
 
 
 @dataclass(frozen=True)
 class VllmRun:
-    """One `vllm serve` invocation: the model argument and the options, names normalised."""
+    """One `vllm serve` invocation: the model argument, the options (names normalised), and the
+    environment vLLM gets (the container's, with what the script exports)."""
 
     model: str | None
     options: dict[str, str | None]  # "--max-model-len" -> "262144"; flags -> None
     argv: tuple[str, ...]
+    environment: dict[str, str] = field(default_factory=dict)
 
     def has(self, option: str) -> bool:
         return option in self.options
@@ -54,54 +70,331 @@ class VllmRun:
         return self.options.get(option)
 
 
-def _tokens(script: str) -> list[str]:
-    text = script.replace("\\\n", " ").replace("\n", " ; ")
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError as exc:
-        raise ParseError("the container command", f"cannot split it into shell words: {exc}", script) from exc
+@cache
+def _parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def substitute(token: str, env: dict[str, str]) -> str:
-    """Container-side `$VAR` / `${VAR}` from the container environment; unknown ones stay as written."""
-    return re.sub(rf"\$\{{({_VAR})\}}|\$({_VAR})", lambda m: env.get(m[1] or m[2], m[0]), token)
+class _Unknown(str):
+    """A value the walk cannot know (a command substitution): fine until it decides something."""
+
+    __slots__ = ("construct",)
+    construct: str
+
+    def __new__(cls, construct: str) -> _Unknown:
+        value = super().__new__(cls, f"<{construct}>")
+        value.construct = construct
+        return value
 
 
-_ASSIGNMENT = re.compile(rf"^(?P<name>{_VAR})=(?P<value>.*)$", re.DOTALL)
+def _text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode()
 
 
-def _expand(words: list[str], env: dict[str, str], local: dict[str, str]) -> list[str]:
-    """Arguments after substitution; an unquoted `$args` of the script's own splits into words, as sh does."""
-    out: list[str] = []
-    for word in words:
-        whole = re.fullmatch(rf"\$\{{({_VAR})\}}|\$({_VAR})", word)
-        name = whole and (whole[1] or whole[2])
-        if name and name in local:
-            out += local[name].split()
+def _line(node: tree_sitter.Node) -> int:
+    return node.start_point[0] + 1
+
+
+class _Walk:
+    def __init__(self, script: str, env: dict[str, str]) -> None:
+        self.script = script
+        self.env = dict(env)  # exported: the container's environment, then the script's exports
+        self.local: dict[str, str] = {}  # set by the script, not exported
+        self.exported: set[str] = set()  # `export NAME` before NAME has a value
+        self.runs: list[VllmRun] = []
+
+    def fail(self, node: tree_sitter.Node, detail: str) -> ParseError:
+        return ParseError(WHAT, f"line {_line(node)}: {detail}", self.script)
+
+    def lookup(self, name: str) -> str | None:
+        return self.local.get(name, self.env.get(name))
+
+    # -- statements --------------------------------------------------------------------------------
+    def statements(self, node: tree_sitter.Node) -> None:
+        for child in node.named_children:
+            self.statement(child)
+
+    def statement(self, node: tree_sitter.Node) -> None:
+        kind = node.type
+        if kind in ("comment", "test_command", "negated_command"):
+            return
+        if kind in ("compound_statement", "program"):
+            self.statements(node)
+        elif kind == "redirected_statement":
+            self.statement(node.named_children[0])  # `vllm serve ... >log 2>&1`
+        elif kind == "pipeline":  # `vllm serve ... | tee log`: each part runs
+            self.statements(node)
+        elif kind == "list":
+            self.and_or(node)
+        elif kind == "variable_assignment":
+            self.assign(node, export=False)
+        elif kind == "variable_assignments":
+            for child in node.named_children:
+                self.assign(child, export=False)
+        elif kind == "declaration_command":
+            self.declare(node)
+        elif kind == "unset_command":
+            for child in node.named_children[1:] if node.named_children else []:
+                self.env.pop(_text(child), None)
+                self.local.pop(_text(child), None)
+        elif kind == "command":
+            self.command(node)
+        elif kind == "if_statement":
+            self.if_statement(node)
+        elif kind == "case_statement":
+            self.case_statement(node)
+        elif kind in _OPAQUE:
+            if _contains_vllm(node) or _assigns(node):
+                raise self.fail(node, f"{_OPAQUE[kind]} that runs vLLM or sets variables cannot be followed")
         else:
-            out.append(substitute(word, {**env, **local}))
-    return out
+            if _contains_vllm(node):
+                raise self.fail(node, f"`{node.type}` around `vllm serve` cannot be followed")
+
+    def and_or(self, node: tree_sitter.Node) -> None:
+        """`a && b` runs both on success; `a || b` runs b only when a fails, which is never assumed."""
+        parts = node.named_children
+        operator = next((_text(c) for c in node.children if not c.is_named), "&&")
+        self.statement(parts[0])
+        if operator == "&&":
+            for part in parts[1:]:
+                self.statement(part)
+        elif any(_contains_vllm(p) for p in parts[1:]):
+            raise self.fail(node, "`|| vllm serve` runs only when the command before it fails")
+
+    def assign(self, node: tree_sitter.Node, *, export: bool) -> None:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        if name_node is None or name_node.type != "variable_name":
+            raise self.fail(node, f"cannot follow the assignment `{_text(node)}`")
+        name = _text(name_node)
+        value = "" if value_node is None else self.word(value_node, split=False)[0]
+        if export or name in self.env or name in self.exported:  # an exported name: what children get
+            self.env[name] = value
+            self.local.pop(name, None)
+        else:
+            self.local[name] = value
+
+    def declare(self, node: tree_sitter.Node) -> None:
+        keyword = _text(node.children[0])
+        options = [_text(c) for c in node.named_children if c.type == "word" and _text(c).startswith("-")]
+        export = keyword == "export" or any("x" in o for o in options)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self.assign(child, export=export)
+            elif child.type == "variable_name" and export:
+                name = _text(child)
+                if name in self.local:
+                    self.env[name] = self.local.pop(name)
+                elif name not in self.env:
+                    self.exported.add(name)
+
+    def command(self, node: tree_sitter.Node) -> None:
+        prefix: dict[str, str] = {}
+        words: list[str] = []
+        for child in node.named_children:
+            if child.type == "variable_assignment":  # `NCCL_DEBUG=INFO vllm serve ...`: that command's env
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                prefix[_text(name) if name else ""] = "" if value is None else self.word(value, split=False)[0]
+            elif child.type == "command_name":
+                words += self.word(child.named_children[0] if child.named_children else child)
+            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                continue
+            else:
+                words += self.word(child)
+        while words and words[0] == "exec":
+            words = words[1:]
+        if len(words) >= 2 and posixpath.basename(words[0]) == "vllm" and words[1] == "serve":
+            argv = words[2:]
+            unknown = next((w for w in argv if isinstance(w, _Unknown)), None)
+            if unknown is not None:
+                raise self.fail(node, f"{unknown.construct} decides an argument of `vllm serve`")
+            model, options = _vllm_options(argv)
+            self.runs.append(VllmRun(model, options, tuple(argv), {**self.env, **prefix}))
+
+    # -- branches ------------------------------------------------------------------------------------
+    def if_statement(self, node: tree_sitter.Node) -> None:
+        """The first branch whose condition holds for this rank runs; the others never do."""
+        branches = [_branch(node)] + [_branch(c) for c in node.children if c.type in ("elif_clause", "else_clause")]
+        for cond, statements in branches:
+            if cond is None or self.condition(cond):
+                for statement in statements:
+                    self.statement(statement)
+                return
+
+    def case_statement(self, node: tree_sitter.Node) -> None:
+        subject_node = node.child_by_field_name("value")
+        if subject_node is None:
+            raise self.fail(node, "a case without a subject")
+        subject = self.word(subject_node, split=False, strict=True)[0]
+        for item in (c for c in node.named_children if c.type == "case_item"):
+            patterns = [c for c in item.children_by_field_name("value")]
+            if any(fnmatch.fnmatchcase(subject, self.word(p, split=False)[0]) for p in patterns):
+                for statement in item.named_children:
+                    if statement not in patterns and statement.type != "comment":
+                        self.statement(statement)
+                return
+
+    def condition(self, node: tree_sitter.Node) -> bool:
+        """`[ "$NODE_RANK" = 0 ]`, `[[ $NODE_RANK -eq 0 ]]`, `test -z "$X"`, with this rank's values."""
+        what = _text(node).strip().rstrip(";").strip()
+        inner = node
+        if node.type == "test_command" and node.named_children:
+            inner = node.named_children[0]
+        elif node.type == "command":
+            words = self.word_list(node.named_children, strict=True, what=what)
+            if words[:1] == ["test"]:
+                return self._compare(words[1:], what, node)
+            raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+        while inner.type == "parenthesized_expression" and inner.named_children:
+            inner = inner.named_children[0]
+        if inner.type == "binary_expression":
+            left, right = inner.child_by_field_name("left"), inner.child_by_field_name("right")
+            op = inner.child_by_field_name("operator")
+            if left is None or right is None or op is None:
+                raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+            a = self.word(left, split=False, strict=True, what=what)[0]
+            b = self.word(right, split=False, strict=True, what=what)[0]
+            return self._compare([a, _text(op), b], what, node)
+        if inner.type == "unary_expression":
+            unary = _text(inner.children[0])
+            operand = self.word(inner.named_children[-1], split=False, strict=True, what=what)[0]
+            return self._compare([unary, operand], what, node)
+        raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+
+    def _compare(self, words: list[str], what: str, node: tree_sitter.Node) -> bool:
+        if len(words) == 2 and words[0] in ("-z", "-n"):
+            return (words[1] == "") == (words[0] == "-z")
+        if len(words) != 3:
+            raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+        a, op, b = words
+        if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
+            try:
+                x, y = int(a), int(b)
+            except ValueError as exc:
+                raise self.fail(node, f"`{what}` compares non-numbers ({a!r}, {b!r})") from exc
+            return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-gt": x > y, "-le": x <= y, "-ge": x >= y}[op]
+        if op in ("=", "=="):
+            return a == b
+        if op == "!=":
+            return a != b
+        raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+
+    # -- words ---------------------------------------------------------------------------------------
+    def word_list(self, nodes: list[tree_sitter.Node], **kw: object) -> list[str]:
+        out: list[str] = []
+        for n in nodes:
+            out += self.word(n.named_children[0] if n.type == "command_name" and n.named_children else n, **kw)  # type: ignore[arg-type]
+        return out
+
+    def word(self, node: tree_sitter.Node, *, split: bool = True, strict: bool = False, what: str = "") -> list[str]:
+        """The words one argument node becomes: quotes removed, expansions made, an unquoted
+        expansion split at whitespace as sh does. strict: an unset variable is an error (a condition
+        never guesses)."""
+        kind = node.type
+        if kind in ("word", "number", "extglob_pattern"):
+            return [re.sub(r"\\(.)", r"\1", _text(node).replace("\\\n", ""))]
+        if kind == "raw_string":
+            return [_text(node)[1:-1]]
+        if kind == "string":
+            return [self._double_quoted(node, strict, what)]
+        if kind == "ansi_c_string":
+            return [_text(node)[2:-1].encode().decode("unicode_escape")]
+        if kind in ("simple_expansion", "expansion"):
+            value = self._expansion(node, strict, what)
+            if isinstance(value, _Unknown):
+                return [value]
+            return value.split() if split else [value]
+        if kind == "concatenation":
+            return ["".join(self.word(c, split=False, strict=strict, what=what)[0] for c in node.named_children)]
+        if kind in ("command_substitution", "process_substitution", "arithmetic_expansion"):
+            return [_Unknown(f"the command substitution `{_text(node)}`")]
+        raise self.fail(node, f"cannot read the shell word `{_text(node)}` ({kind})")
+
+    def _double_quoted(self, node: tree_sitter.Node, strict: bool, what: str) -> str:
+        """The text between the quotes, with each expansion's value and bash's escapes in "..."."""
+        source = node.text or b""
+        base, out, pos = node.start_byte, [], 1
+        for child in node.named_children:
+            start, end = child.start_byte - base, child.end_byte - base
+            out.append(_dq_escapes(source[pos:start].decode()))
+            if child.type in ("string_content",):
+                out.append(_dq_escapes(_text(child)))
+            else:
+                part = self.word(child, split=False, strict=strict, what=what)[0]
+                if isinstance(part, _Unknown):
+                    return part
+                out.append(part)
+            pos = end
+        out.append(_dq_escapes(source[pos:-1].decode()))
+        return "".join(out)
+
+    def _expansion(self, node: tree_sitter.Node, strict: bool, what: str) -> str:
+        name_node = next((c for c in node.named_children if c.type in ("variable_name", "special_variable_name")), None)
+        if name_node is None:
+            raise self.fail(node, f"cannot follow the expansion `{_text(node)}`")
+        name = _text(name_node)
+        value = self.lookup(name)
+        if node.type == "expansion":
+            rest = [c for c in node.children if c.start_byte >= name_node.end_byte and c.type != "}"]
+            if rest:
+                op = _text(rest[0])
+                arg = "".join(self.word(c, split=False, strict=strict, what=what)[0] for c in rest[1:] if c.is_named)
+                if op in (":-", "-", ":=", "="):
+                    empty = value is None or (op.startswith(":") and value == "")
+                    if empty:
+                        value = arg
+                        if "=" in op:
+                            self.local[name] = arg
+                elif op in (":+", "+"):
+                    value = "" if value is None or (op == ":+" and value == "") else arg
+                else:
+                    raise self.fail(node, f"cannot follow the expansion `{_text(node)}`")
+        if value is None:
+            if strict:
+                raise self.fail(
+                    node,
+                    f"cannot evaluate the condition `{what}` for this rank: {name} is not in the container's "
+                    "environment",
+                )
+            return ""
+        return value
 
 
-def _condition(tokens: list[str], env: dict[str, str], script: str) -> bool:
-    words = [substitute(t, env) for t in tokens if t not in ("[", "]", "[[", "]]", "test")]
-    match = _CONDITION.match(" ".join(words))
-    if not match or "$" in match["a"] + match["b"]:
-        raise ParseError(
-            "the container command", f"cannot evaluate the condition `{' '.join(tokens)}` for this rank", script
-        )
-    a, op, b = match["a"], match["op"], match["b"]
-    if op in ("-eq", "-ne"):
-        try:
-            equal = int(a) == int(b)
-        except ValueError as exc:
-            raise ParseError("the container command", f"`{' '.join(tokens)}` compares non-numbers", script) from exc
-    else:
-        equal = a == b
-    return equal if op in ("=", "==", "-eq") else not equal
+def _branch(clause: tree_sitter.Node) -> tuple[tree_sitter.Node | None, list[tree_sitter.Node]]:
+    """(condition, body) of `if`/`elif` (the condition is what comes before `then`), (None, body) of `else`."""
+    condition, body, after_then = None, [], clause.type == "else_clause"
+    for child in clause.children:
+        if child.type == "then":
+            after_then = True
+        elif child.type in ("elif_clause", "else_clause", "comment") or not child.is_named:
+            continue
+        elif after_then:
+            body.append(child)
+        elif condition is None:
+            condition = child
+    return condition, body
+
+
+def _dq_escapes(text: str) -> str:
+    """Inside double quotes, a backslash escapes only $ ` " \\ and a newline."""
+    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m[1] == "\n" else m[1], text)
+
+
+def _descendants(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+def _contains_vllm(node: tree_sitter.Node) -> bool:
+    return any(n.type == "command" and re.search(r"\bvllm\b", _text(n)) for n in _descendants(node))
+
+
+def _assigns(node: tree_sitter.Node) -> bool:
+    return any(n.type in ("variable_assignment", "declaration_command") for n in _descendants(node))
 
 
 def _vllm_options(argv: list[str]) -> tuple[str | None, dict[str, str | None]]:
@@ -135,83 +428,32 @@ def _vllm_options(argv: list[str]) -> tuple[str | None, dict[str, str | None]]:
     return model, options
 
 
+_CLOSERS = {"if": "fi", "case": "esac", "do": "done", "{": "}", "(": ")", "$(": ")", '"': '"'}
+
+
 def vllm_runs(script: str, env: dict[str, str]) -> list[VllmRun]:
     """The `vllm serve` invocations that run with this environment (NODE_RANK chooses branches)."""
-    tokens = _tokens(script)
-    frames: list[dict[str, bool]] = []  # per open `if`: active branch, some branch already taken
-    local: dict[str, str] = {}  # the script's own variables (NAME=value)
-    runs: list[VllmRun] = []
-
-    def active() -> bool:
-        return all(f["active"] for f in frames)
-
-    def read_until(i: int, stop: str) -> tuple[list[str], int]:
-        j = i
-        while j < len(tokens) and tokens[j] != stop:
-            j += 1
-        if j == len(tokens):
-            raise ParseError("the container command", f"`{tokens[i - 1]}` without `{stop}`", script)
-        cond = [t for t in tokens[i:j] if t != ";"]
-        return cond, j + 1
-
-    i, at_start = 0, True
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok in _SEPARATORS:
-            i, at_start = i + 1, True
-            continue
-        if at_start and tok == "if":
-            cond, i = read_until(i + 1, "then")
-            outer = active()
-            taken = outer and _condition(cond, env, script)
-            frames.append({"active": taken, "done": taken})
-            continue
-        if at_start and tok == "elif":
-            if not frames:
-                raise ParseError("the container command", "`elif` without `if`", script)
-            cond, i = read_until(i + 1, "then")
-            frame = frames.pop()
-            outer = active()
-            taken = outer and not frame["done"] and _condition(cond, env, script)
-            frames.append({"active": taken, "done": frame["done"] or taken})
-            continue
-        if at_start and tok == "else":
-            if not frames:
-                raise ParseError("the container command", "`else` without `if`", script)
-            frame = frames.pop()
-            frames.append({"active": active() and not frame["done"], "done": True})
-            i += 1
-            continue
-        if at_start and tok == "fi":
-            if not frames:
-                raise ParseError("the container command", "`fi` without `if`", script)
-            frames.pop()
-            i += 1
-            continue
-        # a simple command: its words up to the next separator
-        j = i
-        while j < len(tokens) and tokens[j] not in _SEPARATORS:
-            j += 1
-        words = tokens[i:j]
-        if words and words[0] == "exec":
-            words = words[1:]
-        assignment = _ASSIGNMENT.match(words[0]) if len(words) == 1 else None
-        if assignment and active():
-            local[assignment["name"]] = substitute(assignment["value"], {**env, **local})
-        if len(words) >= 2 and words[0].endswith("vllm") and words[1] == "serve" and active():
-            argv = _expand(words[2:], env, local)
-            model, options = _vllm_options(argv)
-            runs.append(VllmRun(model, options, tuple(argv)))
-        i, at_start = j, False
-    if frames:
-        raise ParseError("the container command", "`if` without `fi`", script)
-    return runs
+    tree = _parser().parse(script.encode())
+    if tree.root_node.has_error:
+        bad = next((n for n in _descendants(tree.root_node) if n.is_missing), None)
+        if bad is not None:
+            raise ParseError(WHAT, f"bash cannot parse it: `{bad.type}` is missing at line {_line(bad)}", script)
+        bad = next((n for n in _descendants(tree.root_node) if n.type == "ERROR"), tree.root_node)
+        opener = next((c.type for c in bad.children if c.type in _CLOSERS), None)
+        if opener == '"':
+            raise ParseError(WHAT, f'bash cannot parse it: a `"` quote never closes (line {_line(bad)})', script)
+        if opener is not None:
+            raise ParseError(WHAT, f"`{opener}` without `{_CLOSERS[opener]}` (line {_line(bad)})", script)
+        raise ParseError(WHAT, f"bash cannot parse it near line {_line(bad)}: {_text(bad)[:80]!r}", script)
+    walk = _Walk(script, env)
+    walk.statements(tree.root_node)
+    return walk.runs
 
 
 def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
     """The one `vllm serve` this rank runs, read from the service's entrypoint and command.
 
-    The service must have been loaded with this rank's .env: its NODE_RANK chooses the branch.
+    The service must have been read with this rank's .env: its NODE_RANK chooses the branch.
     """
     script = _script(service.script_argv)
     runs = vllm_runs(script, service.environment)

@@ -15,6 +15,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SSHD = "/usr/sbin/sshd"
 # the stubs are stdlib-only: the system interpreter, which an unprivileged login can run too
 STUB_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+# the real Docker Compose v2 that bin/setup installs: the docker stub's `compose` subcommand
+COMPOSE_BINARY = PROJECT_ROOT / ".venv" / "bin" / "docker-compose"
 
 
 @dataclass

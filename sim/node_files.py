@@ -15,8 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from gb10check.errors import SimError
 from sim import deploy
-from sim.node import PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
+from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario, merge
 from sim.stub import TOOLS
 
@@ -110,6 +111,7 @@ def _write_sshd(node: SimNode, cluster_dir: Path) -> None:
                 "StrictModes no",
                 "PrintMotd no",
                 "MaxStartups 50",
+                "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
                 "MaxSessions 50",
                 "LogLevel INFO",
                 f"SetEnv GB10SIM_NODE={node.name}",
@@ -170,7 +172,12 @@ def _docker_state(node: SimNode, inventory_data: dict[str, Any]) -> dict[str, An
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    return merge(state, node.spec.docker.model_dump(exclude_unset=True))
+    state = merge(state, node.spec.docker.model_dump(exclude_unset=True))
+    if state.pop("compose_plugin", True):
+        if not COMPOSE_BINARY.is_file():
+            raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
+        state["compose"] = str(COMPOSE_BINARY)
+    return state
 
 
 def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:

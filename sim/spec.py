@@ -63,6 +63,7 @@ class Container(_Spec):
 
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
+    compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
     gpu: Literal["ok", "no-runtime"] = "ok"
     cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
     cgroup_version: Literal["1", "2"] = "2"

@@ -147,6 +147,12 @@ def _gpu_list(state: dict[str, Any]) -> tuple[str, str, int]:
 
 def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     d = state["docker"]
+    if args[:1] == ["compose"]:  # the real Compose v2 (it reads files; it needs no daemon)
+        if not d.get("compose"):
+            return "", "docker: 'compose' is not a docker command.\nSee 'docker --help'\n", 1
+        import os
+
+        os.execv(d["compose"], [d["compose"], *args[1:]])
     if d.get("daemon") == "down":
         return (
             "",

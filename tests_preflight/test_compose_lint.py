@@ -34,8 +34,9 @@ def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
     node, rule = cluster[rule_on_node.node], rule_on_node.rule
     cluster.gather()
     snap = node.snapshot()
+    service = compose_service(snap, deployment)
     ctx = Context(
-        service=compose_service(snap, deployment),
+        service=service,
         run=vllm_run(snap, deployment, node.spec.rank),
         rank=node.spec.rank,
         inventory=inventory,
@@ -45,4 +46,10 @@ def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
         ok, expected, found = rule.check(ctx)
     except NotApplicable as exc:
         pytest.skip(str(exc))
-    evidence.expect(ok, what=f"{deployment.compose_file}: {rule.what}", expected=expected, found=found)
+    evidence.expect(
+        ok,
+        what=f"{deployment.compose_file} (read by {service.reader}): {rule.what}",
+        expected=expected,
+        found=found,
+        detail=service.why_fallback,
+    )

@@ -6,7 +6,7 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import ParseError
-from gb10check.facts import compose_service, dotenv, vllm_run
+from gb10check.facts import dotenv, vllm_run
 
 pytestmark = pytest.mark.preflight
 
@@ -60,7 +60,7 @@ def test_master_addr_is_rank0(node, inventory, deployment, evidence):
     snap = node.snapshot()
     run = vllm_run(snap, deployment, node.spec.rank)
     rank0 = _qsfp_address(inventory, inventory.api_node.name)
-    found = run.value("--master-addr") or compose_service(snap, deployment).environment.get("MASTER_ADDR")
+    found = run.value("--master-addr") or run.environment.get("MASTER_ADDR")
     evidence.expect(
         found == rank0,
         what="master address (--master-addr / MASTER_ADDR)",

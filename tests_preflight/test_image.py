@@ -25,9 +25,7 @@ def test_image_present(node, deployment, evidence):
     snap = node.snapshot()
     image = snap.fact(probes.IMAGE)
     repo = deployment.image.rsplit(":", 1)[0]
-    others = [
-        r for r in snap.fact(probes.DOCKER_IMAGES) if r.startswith(repo + ":") and r != deployment.image
-    ]
+    others = [r for r in snap.fact(probes.DOCKER_IMAGES) if r.startswith(repo + ":") and r != deployment.image]
     evidence.expect(
         image is not None,
         what="deployment image",

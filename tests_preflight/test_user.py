@@ -9,9 +9,7 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("user-mismatch")
 def test_same_user_on_every_node(cluster, inventory, evidence):
-    users = {
-        n.name: cluster.snapshot(n.name).fact(probes.WHOAMI) for n in inventory.nodes
-    }
+    users = {n.name: cluster.snapshot(n.name).fact(probes.WHOAMI) for n in inventory.nodes}
     rank0 = users[inventory.api_node.name]
     evidence.expect(
         len(set(users.values())) == 1,

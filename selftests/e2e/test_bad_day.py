@@ -172,7 +172,7 @@ def test_a_utf8_bom_is_accepted(tmp_path):
 
 def test_a_bad_hints_file_is_a_clear_error(tmp_path):
     hints = tmp_path / "site.toml"
-    hints.write_bytes(b"[my-hint]\ntitle = \"Caf\xe9\"\n")
+    hints.write_bytes(b'[my-hint]\ntitle = "Caf\xe9"\n')
     inventory = tmp_path / "cluster.toml"
     inventory.write_text('[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
     run = run_suite(tmp_path, f"--cluster={inventory}", f"--hints={hints}")

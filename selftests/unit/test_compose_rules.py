@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose import load_service
+from gb10check.compose_fallback import load_service
 from gb10check.compose_rules import RULES, Context, NotApplicable
 from gb10check.fit import GIB
 from gb10check.inventory import parse_inventory
@@ -112,3 +112,29 @@ def test_link_rules_do_not_apply_to_an_inventory_without_links(rule_id):
     assert "[[links]]" not in no_links
     with pytest.raises(NotApplicable, match="link"):
         _rule(rule_id).check(_context(0, inventory_text=no_links))
+
+
+@pytest.mark.parametrize(
+    ("grant", "said"), [("privileged: true", "privileged: true"), ("cap_add: [ALL]", "cap_add: [ALL]")]
+)
+def test_privileged_or_all_capabilities_count_as_what_they_give(grant, said):
+    """Compose gives a privileged container every device and capability; cap_add: [ALL] every capability."""
+    stripped = COMPOSE.replace("    devices:\n      - /dev/infiniband:/dev/infiniband\n", "")
+    stripped = stripped.replace("    cap_add:\n      - IPC_LOCK\n", f"    {grant}\n")
+    assert stripped.count(grant) == 1 and "IPC_LOCK" not in stripped
+    ok, _, found = _rule("ipc-lock").check(_context(0, stripped))
+    assert ok and said in found
+    ok, _, found = _rule("rdma-device").check(_context(0, stripped))
+    assert ok == (grant == "privileged: true"), found  # cap_add: [ALL] adds no device
+
+
+def test_variables_the_script_exports_are_what_the_rules_judge():
+    script_export = COMPOSE.replace("      - NCCL_IB_GID_INDEX=3\n", "").replace(
+        '        if [ "$${NODE_RANK}" = "0" ]; then',
+        '        export NCCL_IB_GID_INDEX=3\n        if [ "$${NODE_RANK}" = "0" ]; then',
+    )
+    assert "export NCCL_IB_GID_INDEX=3" in script_export
+    assert _rule("ib-gid-index").check(_context(0, script_export))[0]
+    wrong = script_export.replace("export NCCL_IB_GID_INDEX=3", "export NCCL_IB_GID_INDEX=1")
+    ok, _, found = _rule("ib-gid-index").check(_context(0, wrong))
+    assert not ok and "NCCL_IB_GID_INDEX=1" in found

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from gb10check.compose import Interpolation, load_service, parse_dotenv, parse_size
+from gb10check.compose import parse_size
+from gb10check.compose_fallback import Interpolation, load_service, parse_dotenv
 from gb10check.errors import ParseError
 from gb10check.firewall import needs_for, verdict
 from gb10check.fit import GIB, Fit, parse_model_config
@@ -92,6 +94,33 @@ def test_script_conditions_elif_and_unknowns():
         vllm_runs(script, {})  # R not in the container's environment: never a guess
     with pytest.raises(ParseError, match="without `fi`"):
         vllm_runs("if [ 1 = 1 ]; then vllm serve a", {})
+
+
+@pytest.mark.parametrize(
+    ("script", "refusal"),
+    [
+        ("serve() { vllm serve m; }\nserve", "a function that runs vLLM"),
+        ("while true; do vllm serve m; done", "a while/until loop that runs vLLM"),
+        ("M=$(cat /model)\nvllm serve $M", "the command substitution `$(cat /model)` decides an argument"),
+        ("false || vllm serve m", "runs only when the command before it fails"),
+        ('vllm serve "m', "bash cannot parse it"),
+    ],
+)
+def test_what_the_script_reader_cannot_follow_is_named(script, refusal):
+    with pytest.raises(ParseError, match=re.escape(refusal)):
+        vllm_runs(script, {})
+
+
+def test_the_script_reader_follows_waits_exports_and_prefixes():
+    script = (
+        "set -euo pipefail\n"
+        "until nc -z 10.0.0.1 29500; do sleep 1; done  # wait for rank 0 (a loop that sets nothing)\n"
+        "export NCCL_DEBUG\nNCCL_DEBUG=WARN\nLOCAL=1\nHOST=$(hostname)\n"
+        "nvidia-smi && NCCL_IB_HCA==a,b exec vllm serve m --tag ${LOCAL:-x}-${UNSET:-d} 2>&1 | tee /tmp/log\n"
+    )
+    [run] = vllm_runs(script, {"NODE_RANK": "0"})
+    assert run.argv == ("m", "--tag", "1-d")
+    assert run.environment == {"NODE_RANK": "0", "NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "=a,b"}
 
 
 def test_compose_garbage_is_a_parse_error():

@@ -18,7 +18,7 @@ TYPOS = {
     "nested docker key": (f'{R1}\ndocker = {{ gpuu = "no-runtime" }}\n', "nodes.thinkstationpgx-32.docker.gpuu"),
     "docker value": (f'{R1}\ndocker = {{ gpu = "none" }}\n', "nodes.thinkstationpgx-32.docker.gpu"),
     "ufw key": (f"{R1}\nufw = {{ enable = true }}\n", "nodes.thinkstationpgx-32.ufw.enable"),
-    "hf key": (f"{R1}\nhf = {{ missing = [\"x\"] }}\n", "nodes.thinkstationpgx-32.hf.missing"),
+    "hf key": (f'{R1}\nhf = {{ missing = ["x"] }}\n', "nodes.thinkstationpgx-32.hf.missing"),
     "stub key": ('[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia-smi"\nstdot = "x"\n', "stubs[0].stdot"),
     "stub tool": ('[[nodes.thinkstationpgx-32.stubs]]\ntool = "nvidia_smi"\n', "stubs[0].tool"),
     "service key": ('[service]\nservd_model_name = "x"\n', "service.servd_model_name"),
