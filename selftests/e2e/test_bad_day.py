@@ -74,8 +74,10 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
     out = run.run.out
     assert run.lines < 400, f"{run.lines} lines of output:\n{out[:3000]}"
     assert run.junit_bytes < 100_000, f"junit.xml is {run.junit_bytes} bytes"
-    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 1
-    assert run.seconds <= bound, f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 1"
+    # the connect timeout paid once, not once per check (that would be ~40 x 2 s); 3 s of slack for a
+    # loaded machine (self-tests under -n 2 share two cores)
+    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 3
+    assert run.seconds <= bound, f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 3"
     assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
     failed = run.run.failed()
     unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}

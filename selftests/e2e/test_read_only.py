@@ -33,6 +33,9 @@ READS = [
     rf"docker (info|image ls) --format {QUOTED}",
     rf"docker (image|container) inspect {PATH}(:{PATH})?",
     rf"docker exec {PATH} nvidia-smi -L",
+    # Compose prints its view of the files; `config` creates nothing
+    rf"cd {PATH} && docker compose version --short && docker compose( -f {PATH})?( --env-file {PATH})? "
+    r"config --format json",
     r"ssh -n -o BatchMode=yes -o ConnectTimeout=\d+ -o StrictHostKeyChecking=yes -o PasswordAuthentication=no "
     rf"{PATH} true",
 ]
@@ -68,6 +71,7 @@ def is_read(command: str) -> bool:
         "rm -rf /home/lenovo/vllm",
         "cat /etc/passwd; rm -f x",
         "docker stop vllm-qwen38",
+        "cd /home/lenovo/vllm && docker compose version --short && docker compose up -d",
         "docker run --rm --gpus all vllm/vllm-openai:x -L",
         'if [ "$(id -u)" = 0 ]; then ufw enable; else sudo -n ufw enable; fi',
         "ssh -n -o BatchMode=yes 10.0.0.1 reboot",
