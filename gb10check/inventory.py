@@ -54,6 +54,7 @@ class Link(_Strict):
     rdma_device: str
     gid_index: int = Field(3, ge=0)
     mtu: int | None = Field(None, ge=576, le=9216)  # both ends must have it, when set
+    rate_gbps: float = Field(200.0, gt=0)  # the rate each end's RDMA port must have negotiated
     min_gbps: float = Field(100.0, gt=0)
     addresses: dict[str, str]  # node name -> "address/prefix"
 

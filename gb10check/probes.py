@@ -39,6 +39,7 @@ from gb10check.parsers.nvidia import (
     parse_nvidia_smi_query,
     parse_proc_driver_version,
 )
+from gb10check.parsers.rdma_sysfs import UNUSED_GID, RdmaPortState, parse_rdma_ports
 from gb10check.parsers.ufw import (
     UfwRule,
     UfwStatus,
@@ -127,6 +128,17 @@ NVIDIA_SMI: Read[NvidiaSmiResult] = Read(
 # -- the host ------------------------------------------------------------------------------------
 IBDEV2NETDEV: Read[tuple[RdmaPort, ...]] = Read("ibdev2netdev", _always("ibdev2netdev"), parse_ibdev2netdev)
 MEMINFO: Read[MemInfo] = Read("meminfo", _always("cat /proc/meminfo"), parse_meminfo)
+# every port's state files, its netdev and its used GID slots (with type and netdev), one grep per port
+RDMA_PORTS: Read[dict[str, RdmaPortState]] = Read(
+    "rdma_ports",
+    _always(
+        'for p in /sys/class/infiniband/*/ports/*; do [ -d "$p" ] || continue; '
+        'echo "=== $p $(ls "${p%/ports/*}/device/net" 2>/dev/null | tr "\n" " ")"; '
+        'grep -H . "$p/state" "$p/phys_state" "$p/link_layer" "$p/rate" "$p"/gids/* "$p"/gid_attrs/types/* '
+        f'"$p"/gid_attrs/ndevs/* 2>/dev/null | grep -v ":{UNUSED_GID}$"; done; exit 0'
+    ),
+    parse_rdma_ports,
+)
 IP_ADDR: Read[dict[str, Netdev]] = Read("ip_addr", _always("ip -j -d addr"), parse_ip_addr)
 IP_ROUTE: Read[tuple[Route, ...]] = Read("ip_route", _always("ip -j route"), parse_ip_route)
 WHOAMI: Read[str] = Read("whoami", _always("id -un"), lambda t: parse_word(t, "id -un"))
@@ -234,6 +246,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     MODINFO_VERSION,
     NVIDIA_SMI,
     IBDEV2NETDEV,
+    RDMA_PORTS,
     IP_ADDR,
     IP_ROUTE,
     MEMINFO,

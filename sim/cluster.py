@@ -210,6 +210,9 @@ class SimCluster:
                 _sh("ip", "link", "set", tmp_name, "netns", node.ns)
                 _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
                 address = node.spec.addresses.get(netdev, addresses[node_name])  # renumbered, or the link's
+                rdma = node.spec.rdma.get(netdev)
+                for extra in rdma.extra_addresses if rdma else []:  # added first: the kernel's GIDs shift
+                    _sh("ip", "-n", node.ns, "addr", "add", extra, "dev", netdev, *(["nodad"] if ":" in extra else []))
                 _sh("ip", "-n", node.ns, "addr", "add", address, "dev", netdev)
                 if netdev in node.spec.mtu:
                     _sh("ip", "-n", node.ns, "link", "set", netdev, "mtu", str(node.spec.mtu[netdev]))

@@ -8,6 +8,7 @@ node's namespaces and runs real ufw before sshd.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ def _sh(*args: str) -> None:
 
 def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
     """Everything a node boots from, under its own folder, one part at a time."""
-    ports = _rdma_ports(scenario)
+    ports = _rdma_ports(node, scenario)
     _write_stubs(node, ports, inventory_data)
     _write_fake_sys(node, ports)
     _write_deployment(node, scenario, inventory_data, cluster_dir)
@@ -36,10 +37,27 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str
     _write_boot(node)
 
 
-def _rdma_ports(scenario: Scenario) -> list[dict[str, str]]:
-    """Every RDMA port of a node: the links' and the uncabled ones (the same on every node)."""
-    ports = [{"rdma_device": link["rdma_device"], "netdev": netdev} for netdev, link in scenario.links.items()]
-    ports += [{"rdma_device": dev, "netdev": nd} for dev, nd in scenario.model.unused_ports.items()]
+def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
+    """Every RDMA port of a node: the links' (as this node names them, with the addresses its netdev
+    got in order, and down when either end of the cable is) and the uncabled ones."""
+    ports: list[dict[str, Any]] = []
+    for netdev, link in scenario.links.items():
+        spec = node.spec.rdma.get(netdev)
+        ends = [scenario.model.nodes[name] for name in link["addresses"]]
+        address = node.spec.addresses.get(netdev, link["addresses"].get(node.name, ""))
+        ports.append(
+            {
+                "rdma_device": (spec.device if spec and spec.device else link["rdma_device"]),
+                "netdev": netdev,
+                "rate": spec.rate if spec else "200 Gb/sec (2X NDR)",
+                "down": any(netdev in end.down or end.powered_off for end in ends),
+                "addresses": [*(spec.extra_addresses if spec else []), address],
+            }
+        )
+    ports += [
+        {"rdma_device": dev, "netdev": nd, "rate": "", "down": True, "addresses": []}
+        for dev, nd in scenario.model.unused_ports.items()
+    ]
     return sorted(ports, key=lambda p: p["rdma_device"].lower())
 
 
@@ -73,9 +91,7 @@ def _write_fake_sys(node: SimNode, ports: list[dict[str, str]]) -> None:
     d, driver = node.dir, node.spec.driver
     sysdir = d / "sys"
     for port in ports:
-        pdir = sysdir / "class" / "infiniband" / port["rdma_device"] / "ports" / "1"
-        pdir.mkdir(parents=True)
-        (pdir / "link_layer").write_text("Ethernet\n")
+        _write_rdma_port(sysdir / "class" / "infiniband" / port["rdma_device"], port)
     if driver.kernel:
         (sysdir / "module" / "nvidia").mkdir(parents=True)
         (sysdir / "module" / "nvidia" / "version").write_text(driver.kernel + "\n")
@@ -88,6 +104,44 @@ def _write_fake_sys(node: SimNode, ports: list[dict[str, str]]) -> None:
     else:
         (d / "proc_driver").mkdir()
     (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in node.spec.meminfo_kb().items()))
+
+
+# mlx5 when the port has no carrier: DOWN, Disabled, and its 4X QDR placeholder rate
+_PORT_DOWN = {"state": "1: DOWN", "phys_state": "3: Disabled", "rate": "40 Gb/sec (4X QDR)"}
+GID_SLOTS = 16  # mlx5 has 255; the sim's table needs only to be longer than what it fills
+
+
+def _write_rdma_port(device_dir: Path, port: dict[str, Any]) -> None:
+    """One port's sysfs as the kernel fills it (drivers/infiniband/core/sysfs.c formats): the state
+    files and the GID table, in the order the kernel adds entries: the link-local GID (v1, v2),
+    then each of the netdev's addresses as it was added (IPv4 mapped into ::ffff:0:0/96), v1 then v2."""
+    pdir = device_dir / "ports" / "1"
+    for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        (pdir / sub).mkdir(parents=True)
+    (device_dir / "device" / "net" / port["netdev"]).mkdir(parents=True)
+    state = _PORT_DOWN if port["down"] else {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": port["rate"]}
+    for name, value in {**state, "link_layer": "Ethernet"}.items():
+        (pdir / name).write_text(value + "\n")
+    interface_id = deploy.digest(f"{device_dir.name}-mac")[:12]  # a stand-in MAC for the EUI-64 link-local GID
+    mac = [int(interface_id[i : i + 2], 16) for i in range(0, 12, 2)]
+    eui = [mac[0] ^ 2, mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]]
+    link_local = ipaddress.IPv6Address(bytes([0xFE, 0x80, 0, 0, 0, 0, 0, 0, *eui]))
+    entries = [link_local]
+    for address in port["addresses"]:
+        ip = ipaddress.ip_interface(address).ip
+        entries.append(ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed) if ip.version == 4 else ip)
+    gids = [(gid, kind) for gid in entries for kind in ("IB/RoCE v1", "RoCE v2")]
+    for index in range(GID_SLOTS):
+        gid, kind = gids[index] if index < len(gids) else (ipaddress.IPv6Address(0), "")
+        (pdir / "gids" / str(index)).write_text(":".join(f"{g:04x}" for g in _groups(gid)) + "\n")
+        if kind:  # an unused slot's type and netdev cannot be read (EINVAL): the files are absent
+            (pdir / "gid_attrs" / "types" / str(index)).write_text(kind + "\n")
+            (pdir / "gid_attrs" / "ndevs" / str(index)).write_text(port["netdev"] + "\n")
+
+
+def _groups(address: ipaddress.IPv6Address) -> list[int]:
+    packed = address.packed
+    return [int.from_bytes(packed[i : i + 2], "big") for i in range(0, 16, 2)]
 
 
 def _write_sshd(node: SimNode, cluster_dir: Path) -> None:

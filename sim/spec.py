@@ -92,6 +92,14 @@ class Hf(_Spec):
     absent: bool = False
 
 
+class RdmaPort(_Spec):
+    """nodes.<name>.rdma.<netdev>: the link's RDMA port on that node, when not as on a healthy GB10."""
+
+    device: str | None = None  # the node's name for it, when not the link's (a renamed device)
+    rate: str = "200 Gb/sec (2X NDR)"  # what sysfs `rate` says the port negotiated
+    extra_addresses: list[str] = []  # addresses the netdev got before the link's: they shift its GIDs
+
+
 class Node(_Spec):
     rank: int = Field(ge=0)
     hostname: str | None = None
@@ -103,6 +111,7 @@ class Node(_Spec):
     down: list[str] = []
     mtu: dict[str, int] = {}  # netdev -> MTU on this node (default: the kernel's 1500)
     addresses: dict[str, str] = {}  # netdev -> the address this node really has, when not the link's (renumbered)
+    rdma: dict[str, RdmaPort] = {}  # netdev -> how its RDMA port differs from a healthy one
     routes: list[str] = []  # `ip route add` arguments, e.g. "default via 169.254.94.252 dev enp1s0f0np0"
     powered_off: bool = False
     blackholed: bool = False  # sshd up, its port silently drops everything
@@ -183,7 +192,7 @@ class Scenario(_Spec):
                 raise ValueError(
                     f"nodes.{name}.down names {unknown}, which no link or unused port has: {sorted(netdevs)}"
                 )
-            for key in ("mtu", "addresses"):
+            for key in ("mtu", "addresses", "rdma"):
                 strays = sorted(set(getattr(node, key)) - set(self.links))
                 if strays:
                     raise ValueError(f"nodes.{name}.{key} names {strays}, which no link has: {sorted(self.links)}")

@@ -8,6 +8,7 @@ from gb10check.errors import ParseError
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
 from gb10check.parsers.netplan import link_local_ipv4
+from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
 
 
 def test_cx7_ports_with_carrier_and_link_local(capture):
@@ -56,3 +57,67 @@ def test_netplan_link_local_ipv4(capture):
     assert link_local_ipv4([FileRead("/etc/netplan/40-cx7.yaml", 0o600, "0", text)])
     static = "network:\n  ethernets:\n    enP2p1s0f0np0:\n      addresses: [192.168.101.10/24]\n"
     assert link_local_ipv4([FileRead("/etc/netplan/41.yaml", 0o600, "0", static)]) == set()
+
+
+# -- /sys/class/infiniband ------------------------------------------------------------------------
+def _probe_output(capture) -> str:
+    """What the RDMA_PORTS probe prints on the two-Spark host of the captures: each port's state,
+    rate and link layer from the sysfs capture, its GIDs from the show_gids capture (the link-local
+    GIDs the blog masked get stand-in digits)."""
+    states = {}
+    for line in capture("commands/sysfs_infiniband.dgx_spark.state_rate_link_layer.verbatim.txt").splitlines()[2:]:
+        dev, rest = line.split(":", 1)
+        state, rate = rest.split("rate=")
+        states[dev] = (state.strip(), rate.split("link_layer=")[0].strip(), rate.split("link_layer=")[1].strip())
+    gids: dict[str, list[list[str]]] = {}
+    for line in capture("commands/show_gids.dgx_spark.gb10_blog.spaces_masked.txt").splitlines()[3:-1]:
+        gids.setdefault(line.split()[0], []).append(line.split())
+    out = []
+    for dev, (state, rate, layer) in states.items():
+        base = f"/sys/class/infiniband/{dev}/ports/1"
+        netdev = gids[dev][0][-1]
+        out += [
+            f"=== {base} {netdev} ",
+            f"{base}/state:{state}",
+            f"{base}/phys_state:5: LinkUp" if "ACTIVE" in state else f"{base}/phys_state:3: Disabled",
+            f"{base}/link_layer:{layer}",
+            f"{base}/rate:{rate}",
+        ]
+        for row in gids[dev]:
+            index, gid = row[2], row[3].replace("xxxx", "1a2b")
+            out += [
+                f"{base}/gids/{index}:{gid}",
+                f"{base}/gid_attrs/types/{index}:{'RoCE v2' if row[-2] == 'v2' else 'IB/RoCE v1'}",
+                f"{base}/gid_attrs/ndevs/{index}:{row[-1]}",
+            ]
+    return "\n".join(out) + "\n"
+
+
+def test_rdma_ports_from_the_captures(capture):
+    ports = parse_rdma_ports(_probe_output(capture))
+    assert sorted(ports) == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    up, down = ports["rocep1s0f1"], ports["rocep1s0f0"]
+    assert (up.active, up.link_up, up.rate_gbps, up.link_layer) == (True, True, 200.0, "Ethernet")
+    assert (down.active, down.link_up, down.rate_gbps) == (False, False, 40.0)  # mlx5's placeholder when down
+    [v2] = ports["rocep1s0f0"].roce_v2_ipv4("192.168.100.10", "enp1s0f0np0")
+    assert (v2.index, v2.version, v2.ipv4) == (3, "v2", "192.168.100.10")
+    assert ports["rocep1s0f1"].roce_v2_ipv4("192.168.100.11", "enp1s0f1np1") == []  # no IPv4 GID on that port
+
+
+def test_the_gid_table_renders_as_show_gids_prints_it(capture):
+    """Row for row the capture's table (its spaces were tabs), the link-local digits aside."""
+    ports = parse_rdma_ports(_probe_output(capture))
+    order = ["rocep1s0f0", "rocep1s0f1", "roceP2p1s0f0", "roceP2p1s0f1"]
+    mine = show_gids([ports[d] for d in order]).replace("1a2b", "xxxx").splitlines()
+    theirs = capture("commands/show_gids.dgx_spark.gb10_blog.spaces_masked.txt").splitlines()[1:]  # its prompt
+    assert [row.split() for row in mine] == [row.split() for row in theirs]
+
+
+@pytest.mark.parametrize("text", ["garbage\n", "=== /sys/class/infiniband/x/ports/1 eth0\nstate:4: ACTIVE\n"])
+def test_rdma_ports_garbage_names_the_line(text):
+    with pytest.raises(ParseError, match="unexpected line"):
+        parse_rdma_ports(text)
+
+
+def test_no_rdma_device_is_an_empty_table():
+    assert parse_rdma_ports("") == {}
