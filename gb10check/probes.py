@@ -39,6 +39,7 @@ from gb10check.parsers.nvidia import (
     parse_nvidia_smi_query,
     parse_proc_driver_version,
 )
+from gb10check.parsers.ping import PingResult, parse_ping
 from gb10check.parsers.rdma_sysfs import UNUSED_GID, RdmaPortState, parse_rdma_ports
 from gb10check.parsers.ufw import (
     UfwRule,
@@ -291,11 +292,31 @@ def ssh_logins(inventory: inv.Inventory, node: inv.Node) -> list[Read[str]]:
     return [ssh_login(peer, link, t) for link in inventory.links for peer in link.addresses if peer != node.name]
 
 
+PING_COUNT, PING_INTERVAL = 3, 0.2  # 0.2 s: the shortest interval ping allows without root
+
+
+def ping_over(peer: str, link: inv.Link) -> Read[PingResult]:
+    """From rank 0: ping `peer`'s address on `link` out of the link's netdev, don't-fragment, with the
+    largest payload the netdev's MTU carries (a path that drops full frames shows as loss)."""
+    size = f"$(( $(cat /sys/class/net/{q(link.netdev)}/mtu) - 28 ))"
+    command = (
+        f"ping -n -c {PING_COUNT} -i {PING_INTERVAL:g} -W 1 -M do -s {size} -I {q(link.netdev)} {q(link.ip(peer))}"
+    )
+    # ping exits 1 when nothing came back, with its summary: a verdict, not an error
+    return Read(f"ping:{peer}:{link.netdev}", _always(command), parse_ping, accept_rc=(0, 1), bound=lambda _t: 5.0)
+
+
+def pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResult]]:
+    if node.rank != 0 or len(inventory.nodes) < 2:
+        return []
+    return [ping_over(peer, link) for link in inventory.links for peer in link.addresses if peer != node.name]
+
+
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
     """The probes of one node's snapshot: every declared read that applies to it."""
     where = Where(inventory, node)
     probes = []
-    for read in (*SNAPSHOT_READS, *ssh_logins(inventory, node)):
+    for read in (*SNAPSHOT_READS, *ssh_logins(inventory, node), *pings(inventory, node)):
         command = read.command(where)
         if command is not None:
             bound = read.bound(inventory.thresholds) if read.bound else None

@@ -8,6 +8,7 @@ from gb10check.errors import ParseError
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
 from gb10check.parsers.netplan import link_local_ipv4
+from gb10check.parsers.ping import parse_ping
 from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
 
 
@@ -121,3 +122,43 @@ def test_rdma_ports_garbage_names_the_line(text):
 
 def test_no_rdma_device_is_an_empty_table():
     assert parse_rdma_ports("") == {}
+
+
+# -- ping -------------------------------------------------------------------------------------------
+# iputils-ping 20221126 (Debian 12) on this machine: a full-frame DF ping answered, and one that
+# the local MTU refused (a veth of MTU 1400 in a scratch namespace)
+PING_ANSWERED = """\
+PING 127.0.0.1 (127.0.0.1) from 127.0.0.1 lo: 1472(1500) bytes of data.
+1480 bytes from 127.0.0.1: icmp_seq=1 ttl=64 time=0.163 ms
+1480 bytes from 127.0.0.1: icmp_seq=2 ttl=64 time=0.049 ms
+
+--- 127.0.0.1 ping statistics ---
+2 packets transmitted, 2 received, 0% packet loss, time 203ms
+rtt min/avg/max/mdev = 0.049/0.106/0.163/0.057 ms
+"""
+PING_TOO_LONG = """\
+PING 10.250.0.2 (10.250.0.2) from 10.250.0.1 gtst0: 1472(1500) bytes of data.
+
+--- 10.250.0.2 ping statistics ---
+2 packets transmitted, 0 received, +2 errors, 100% packet loss, time 202ms
+
+ping: local error: message too long, mtu=1400
+ping: local error: message too long, mtu=1400
+"""
+
+
+def test_ping_summaries():
+    ok = parse_ping(PING_ANSWERED)
+    assert (ok.size, ok.transmitted, ok.received, ok.loss_pct, ok.rtt_avg_ms, ok.all_answered) == (
+        1472,
+        2,
+        2,
+        0.0,
+        0.106,
+        True,
+    )
+    refused = parse_ping(PING_TOO_LONG)
+    assert (refused.received, refused.errors, refused.rtt_avg_ms, refused.all_answered) == (0, 2, None, False)
+    assert refused.messages == ("local error: message too long, mtu=1400",)
+    with pytest.raises(ParseError, match="packets transmitted"):
+        parse_ping("ping: connect: Network is unreachable\n")
