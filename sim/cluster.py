@@ -335,6 +335,8 @@ class SimCluster:
             }
             for n in self.nodes
         ]
+        # a short bandwidth run: the sim's links are veths, the figures the scenario's
+        data["thresholds"] = {"bandwidth_seconds": 1, **data.get("thresholds", {})}
         examples = {lk["netdev"]: lk for lk in data.get("links", [])}
         data["links"] = [
             {

@@ -50,12 +50,22 @@ def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
                 "rdma_device": (spec.device if spec and spec.device else link["rdma_device"]),
                 "netdev": netdev,
                 "rate": spec.rate if spec else "200 Gb/sec (2X NDR)",
+                "bw_gbps": spec.bw_gbps if spec else 109.0,
+                "bw_failure": spec.bw_failure if spec else None,
                 "down": any(netdev in end.down or end.powered_off for end in ends),
                 "addresses": [*(spec.extra_addresses if spec else []), address],
             }
         )
     ports += [
-        {"rdma_device": dev, "netdev": nd, "rate": "", "down": True, "addresses": []}
+        {
+            "rdma_device": dev,
+            "netdev": nd,
+            "rate": "",
+            "down": True,
+            "addresses": [],
+            "bw_gbps": 0.0,
+            "bw_failure": None,
+        }
         for dev, nd in scenario.model.unused_ports.items()
     ]
     return sorted(ports, key=lambda p: p["rdma_device"].lower())
@@ -73,6 +83,11 @@ def _write_stubs(node: SimNode, ports: list[dict[str, str]], inventory_data: dic
         "rdma_ports": ports,
         "stubs": [stub.model_dump() for stub in spec.stubs],
         "docker": _docker_state(node, inventory_data),
+        "perftest": {
+            "version": spec.perftest_version,
+            "mb_label": "MB" if spec.perftest_version == "24.01" else "MiB",
+            "ports": {p["rdma_device"]: {"gbps": p["bw_gbps"], "failure": p["bw_failure"]} for p in ports},
+        },
     }
     (d / "state.json").write_text(json.dumps(state, indent=2))
     for tool in TOOLS:

@@ -98,6 +98,8 @@ class RdmaPort(_Spec):
     device: str | None = None  # the node's name for it, when not the link's (a renamed device)
     rate: str = "200 Gb/sec (2X NDR)"  # what sysfs `rate` says the port negotiated
     extra_addresses: list[str] = []  # addresses the netdev got before the link's: they shift its GIDs
+    bw_gbps: float = Field(109.0, ge=0)  # what ib_write_bw measures from this end (the field report's 109)
+    bw_failure: Literal["retry-exceeded"] | None = None  # the run fails with completion errors instead
 
 
 class Node(_Spec):
@@ -111,6 +113,7 @@ class Node(_Spec):
     down: list[str] = []
     mtu: dict[str, int] = {}  # netdev -> MTU on this node (default: the kernel's 1500)
     addresses: dict[str, str] = {}  # netdev -> the address this node really has, when not the link's (renumbered)
+    perftest_version: Literal["24.01", "26.04"] = "24.01"  # DGX OS 7 ships 24.01 (MB/sec, numeric status)
     rdma: dict[str, RdmaPort] = {}  # netdev -> how its RDMA port differs from a healthy one
     routes: list[str] = []  # `ip route add` arguments, e.g. "default via 169.254.94.252 dev enp1s0f0np0"
     powered_off: bool = False

@@ -242,7 +242,181 @@ def hashlib_hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-TOOLS = {"nvidia-smi": nvidia_smi, "ibdev2netdev": ibdev2netdev, "modinfo": modinfo, "docker": docker}
+# -- perftest's ib_write_bw: a real TCP exchange between the nodes' namespaces ----------------------
+# Layout and messages from perftest's source (selftests/data/SOURCES.md): the exchange goes over
+# the link's veth to the peer's address, so ufw, a down link and a missing server act on it as on
+# the real tool; the bandwidth is the one the scenario gives the port.
+PERF_LINE = "-" * 87
+NO_SOCKET = "Unable to open file descriptor for socket connection\n Unable to init the socket connection\n"
+NO_CONNECT = "Couldn't connect to {host}:{port}\n" + NO_SOCKET
+NO_LISTEN = "Couldn't listen to port {port}\n" + NO_SOCKET
+STARS = "************************************"
+BANNER = f"\n{STARS}\n* Waiting for client to connect... *\n{STARS}\n"
+RTR = "Failed to modify QP 1001 to RTR\n Unable to Connect the HCA's through the link\n"
+COMPLETION_ERROR = {
+    "24.01": " Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n",
+    "26.04": " Completion with error at client\n Failed status-transport retry counter exceeded (12): wr_id 0 "
+    "syndrom 0x81\n scnt=128, ccnt=0\n",
+}
+
+
+def _perf_args(args: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {"dev": None, "gid": 0, "port": 18515, "seconds": 5.0, "gbits": False, "host": None}
+    names = {"-d": "dev", "--ib-dev": "dev", "-x": "gid", "--gid-index": "gid", "-p": "port", "--port": "port",
+             "-D": "seconds", "--duration": "seconds", "-i": "ibport", "--ib-port": "ibport"}  # fmt: skip
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        key, eq, value = arg.partition("=")
+        if key in names:
+            if not eq:
+                i += 1
+                value = args[i]
+            opts[names[key]] = value
+        elif arg == "--report_gbits":
+            opts["gbits"] = True
+        elif not arg.startswith("-"):
+            opts["host"] = arg
+        i += 1
+    return {**opts, "gid": int(opts["gid"]), "port": int(opts["port"]), "seconds": float(opts["seconds"])}
+
+
+def _sysfs(dev: str, name: str) -> str | None:
+    try:
+        with open(f"/sys/class/infiniband/{dev}/ports/1/{name}") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _gid_usable(dev: str, index: int, address: str) -> bool:
+    """What moving the queue pair to RTR needs: the GID at `index` is RoCE v2 for `address`, the
+    address this end of the exchange really uses on the link (another address's GID routes elsewhere)."""
+    gid = (_sysfs(dev, f"gids/{index}") or "").replace(":", "")
+    if not gid.startswith("0" * 20 + "ffff") or _sysfs(dev, f"gid_attrs/types/{index}") != "RoCE v2":
+        return False
+    return ".".join(str(int(gid[i : i + 2], 16)) for i in range(24, 32, 2)) == address
+
+
+def _gid_decimal(dev: str, index: int) -> str:
+    gid = (_sysfs(dev, f"gids/{index}") or "0000:" * 7 + "0000").replace(":", "")
+    return ":".join(f"{int(gid[i : i + 2], 16):02d}" for i in range(0, 32, 2))
+
+
+def _perf_header(dev: str, gid: int, server: bool) -> str:
+    lines = [
+        PERF_LINE,
+        "                    RDMA_Write BW Test",
+        f" Dual-port       : OFF\t\tDevice         : {dev}",
+        " Number of qps   : 1\t\tTransport type : IB",
+        " Connection type : RC\t\tUsing SRQ      : OFF",
+        " PCIe relax order: ON",
+        " ibv_wr* API     : ON",
+        *([] if server else [" TX depth        : 128"]),
+        " CQ Moderation   : 1",
+        " Mtu             : 1024[B]",
+        " Link type       : Ethernet",
+        f" GID index       : {gid}",
+        " Max inline data : 0[B]",
+        " rdma_cm QPs\t : OFF",
+        " Data ex. method : Ethernet",
+        PERF_LINE,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _perf_addresses(dev: str, gid: int, peer_gid: str) -> str:
+    return (
+        " local address: LID 0000 QPN 0x01b8 PSN 0x6c40bb RKey 0x184300 VAddr 0x00f3c34c74d000\n"
+        f" GID: {_gid_decimal(dev, gid)}\n"
+        " remote address: LID 0000 QPN 0x01c1 PSN 0xef8f64 RKey 0x184300 VAddr 0x00fc043705d000\n"
+        f" GID: {peer_gid}\n{PERF_LINE}\n"
+    )
+
+
+def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    import socket
+
+    o = _perf_args(args)
+    perf = state["perftest"]
+    dev = o["dev"] or (perf["ports"] and sorted(perf["ports"])[0])
+    if not dev or _sysfs(dev, "state") is None:
+        return "", f"IB device {dev} not found\n Unable to find the Infiniband/RoCE device\n", 1
+    port_state = _sysfs(dev, "state") or ""
+    if not port_state.endswith("ACTIVE"):
+        word = port_state.split(":", 1)[-1].strip().capitalize()
+        return (
+            "",
+            f" Port number 1 state is {word}\n Couldn't set the link layer\n Couldn't get context for the device\n",
+            1,
+        )
+    warn = " WARNING: BW peak won't be measured in this run.\n"
+    me = perf["ports"].get(dev, {})
+    if o["host"] is None:  # the server
+        out = warn + BANNER
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind(("0.0.0.0", o["port"]))
+            listener.listen(1)
+        except OSError:
+            return out, NO_LISTEN.format(port=o["port"]), 1
+        listener.settimeout(o["seconds"] + 60)
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rw") as peer:
+            hello = peer.readline().split()  # "<gid usable 0|1> <the client's GID, decimal>"
+            ok = _gid_usable(dev, o["gid"], conn.getsockname()[0])
+            peer.write(f"{int(ok)} {_gid_decimal(dev, o['gid'])}\n")
+            peer.flush()
+            out += _perf_header(dev, o["gid"], server=True)
+            if not ok or hello[:1] != ["1"]:
+                return out, RTR, 1
+            out += _perf_addresses(dev, o["gid"], hello[1])
+            peer.readline()  # the client's "done" (or its end)
+        unit = "Gb" if o["gbits"] else perf["mb_label"]
+        return (
+            out + f" #bytes     #iterations    BW peak[{unit}/sec]    BW average[{unit}/sec]   MsgRate[Mpps]\n",
+            "",
+            0,
+        )
+    try:
+        conn = socket.create_connection((o["host"], o["port"]), timeout=120)  # the kernel's SYN retries
+    except OSError:
+        return warn, NO_CONNECT.format(host=o["host"], port=o["port"]), 1
+    with conn, conn.makefile("rw") as peer:
+        ok = _gid_usable(dev, o["gid"], conn.getsockname()[0])
+        peer.write(f"{int(ok)} {_gid_decimal(dev, o['gid'])}\n")
+        peer.flush()
+        answer = peer.readline().split()
+        out = warn + _perf_header(dev, o["gid"], server=False)
+        if not ok or answer[:1] != ["1"]:
+            return out, RTR, 1
+        out += _perf_addresses(dev, o["gid"], answer[1])
+        if me.get("failure") == "retry-exceeded":
+            time.sleep(min(o["seconds"], 0.5))
+            return out, COMPLETION_ERROR[perf["version"]], 1
+        time.sleep(o["seconds"])
+        peer.write("done\n")
+        peer.flush()
+    gbps = float(me.get("gbps", 0.0))
+    rate = gbps * 1e9 / 8 / 65536 / 1e6  # Mpps of 64 KiB messages
+    average = gbps if o["gbits"] else gbps / (2**20 * 8 / 1e9)
+    unit = "Gb" if o["gbits"] else perf["mb_label"]
+    table = (
+        f" #bytes     #iterations    BW peak[{unit}/sec]    BW average[{unit}/sec]   MsgRate[Mpps]\n"
+        f" {65536:<7}    {int(rate * 1e6 * o['seconds']):<10}       {0.0:<7.2f}            {average:<7.2f}\t\t     "
+        f"{rate:<7.6f}\n{PERF_LINE}\n"
+    )
+    return out + table, "", 0
+
+
+TOOLS = {
+    "nvidia-smi": nvidia_smi,
+    "ibdev2netdev": ibdev2netdev,
+    "modinfo": modinfo,
+    "docker": docker,
+    "ib_write_bw": ib_write_bw,
+}
 
 
 def main(argv: list[str]) -> int:
