@@ -14,7 +14,7 @@ from pathlib import Path
 
 from selftests.e2e.runner import SuiteRun, finish, run_suite, start_suite
 
-R1 = "thinkstationpgx-32"
+R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 CONNECT_TIMEOUT = 2  # the fault scenarios' [ssh] connect_timeout: short, so the bound is what is measured
 
 # rank 1 unreachable in three ways; each fails within the connect timeout
@@ -180,17 +180,23 @@ def sigterm_real_inventory(tmp: Path, signum: int = signal.SIGTERM) -> Interrupt
 
 
 def signal_sim_at(tmp: Path, stage: str, signum: int) -> Interrupted:
-    """The sim, signalled at bring-up, mid-snapshot (nvidia-smi hung) or mid-check (docker run hung)."""
+    """The sim, signalled at bring-up, mid-snapshot (nvidia-smi hung), mid-check (docker run hung) or
+    mid-bandwidth (an ib_write_bw client of a 30 s run)."""
     body = 'base = "healthy"\n'
+    marker = "network" if stage == "mid-bandwidth" else "preflight"
+    if stage == "mid-bandwidth":
+        body += "[inventory.thresholds]\nbandwidth_seconds = 30\n"
     if stage == "mid-snapshot":
         body += f'[[nodes.{R1}.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n'
     if stage == "mid-check":
         body += f'[[nodes.{R1}.stubs]]\ntool = "docker"\nmatch = "--gpus"\ndelay = 120\n'
     scenario = tmp / f"{stage}.toml"
     scenario.write_text(body)
-    proc = start_suite(tmp, f"--sim={scenario}", "-m", "preflight")
+    proc = start_suite(tmp, f"--sim={scenario}", "-m", marker)
     run_dir = Path(f"/run/gb10sim/{proc.pid}")
-    if stage == "bring-up":
+    if stage == "mid-bandwidth":
+        wait_for(lambda: pgrep(f"{run_dir}/{R0}/state.json ib_write_bw"), "the ib_write_bw client", proc)
+    elif stage == "bring-up":
         wait_for(lambda: (run_dir / "authorized_keys").exists(), "the sim's bring-up", proc)
     elif stage == "mid-snapshot":
         wait_for(lambda: pgrep(f"{run_dir}/{R1}/state.json nvidia-smi"), "the hung nvidia-smi", proc)

@@ -2,8 +2,9 @@
 
 The suite records what it ran on each node, probe by probe (summary.json, transports.<node>.sent);
 each must be one of the forms below. The documented exceptions: the snapshot's temp dir with its
-trap (tested on build_script itself), and `docker run --rm --network none` of the container-GPU
-check. The bandwidth test's own processes and the opt-in `docker stop` will join this list.
+trap (tested on build_script itself), `docker run --rm --network none` of the container-GPU
+check, and the bandwidth test's own short-lived processes (is_bandwidth_process: exactly the
+commands gb10check/bandwidth.py writes). The opt-in `docker stop` will join this list.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 
 import pytest
 
+from gb10check import bandwidth, probes
+from gb10check.inventory import Link
 from gb10check.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
 
@@ -38,6 +41,9 @@ READS = [
     r"config --format json",
     r"ssh -n -o BatchMode=yes -o ConnectTimeout=\d+ -o StrictHostKeyChecking=yes -o PasswordAuthentication=no "
     rf"{PATH} true",
+    rf"ping -n -c \d+ -i [\d.]+ -W \d+ -M do -s \$\(\( \$\(cat /sys/class/net/{PATH}/mtu\) - 28 \)\) -I {PATH} {PATH}",
+    # the RDMA ports: a loop of `ls` and `grep -H .` over /sys/class/infiniband (reviewed as written)
+    re.escape(probes.RDMA_PORTS.command(None)),  # type: ignore[arg-type]
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(
@@ -48,6 +54,32 @@ DOCUMENTED = [
     # the container-GPU check: a throwaway container with no network, removed on exit
     rf"docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
 ]
+
+
+_BW = re.compile(
+    rf"(?:setsid )?timeout -k 2 [\d.]+ ib_write_bw -d (?P<dev>{PATH}) -i 1 -x (?P<gid>\d+) -p (?P<port>\d+) "
+    rf"-D (?P<seconds>[\d.]+) -F --report_gbits "
+    rf"(?:</dev/null >(?P<log>/tmp/gb10check-bw\.\w+\.\d+) 2>&1 &|(?P<peer>{PATH})$)"
+)
+_STOP = re.compile(r"pid=\$\(cat (?P<log>/tmp/gb10check-bw\.\w+\.\d+)\.pid 2>/dev/null\);")
+
+
+def is_bandwidth_process(command: str) -> bool:
+    """The bandwidth test's own processes, exactly as gb10check/bandwidth.py writes them: its server
+    start (under timeout, in its own session), its client (under timeout), and the server's stop."""
+    stop = _STOP.match(command)
+    if stop:
+        return command == bandwidth.server_stop_command(stop["log"])
+    m = _BW.match(command)
+    if not m:
+        return False
+    seconds = float(m["seconds"])
+    link = Link(
+        netdev="x", rdma_device=m["dev"], gid_index=int(m["gid"]), addresses={"peer": f"{m['peer'] or '10.0.0.1'}/24"}
+    )
+    if m["log"]:
+        return command == bandwidth.server_start_command(link, int(m["port"]), seconds, m["log"])
+    return command == bandwidth.client_command(link, "peer", int(m["port"]), seconds)
 
 
 def is_read(command: str) -> bool:
@@ -75,10 +107,14 @@ def is_read(command: str) -> bool:
         "docker run --rm --gpus all vllm/vllm-openai:x -L",
         'if [ "$(id -u)" = 0 ]; then ufw enable; else sudo -n ufw enable; fi',
         "ssh -n -o BatchMode=yes 10.0.0.1 reboot",
+        "setsid timeout -k 2 9 ib_write_bw -d rocep1s0f0 -i 1 -x 3 -p 18515 -D 1 -F --report_gbits </dev/null "
+        ">/tmp/gb10check-bw.ab12.0 2>&1 & rm -rf /",
+        "pid=$(cat /tmp/gb10check-bw.ab12.0.pid 2>/dev/null); kill -9 -1",
     ],
 )
 def test_writes_are_not_mistaken_for_reads(command):
     assert not is_read(command) and not any(re.fullmatch(f, command) for f in DOCUMENTED)
+    assert not is_bandwidth_process(command)
 
 
 PROBE_LINE = re.compile(
@@ -106,7 +142,11 @@ def test_a_healthy_run_of_every_marker_sends_only_reads(tmp_path):
     sent = {node: t["sent"] for node, t in run.summary["transports"].items()}
     assert all(len(commands) > 20 for commands in sent.values()), sent
     not_reads = {
-        node: [c for c in commands if not is_read(c) and not any(re.fullmatch(f, c) for f in DOCUMENTED)]
+        node: [
+            c
+            for c in commands
+            if not is_read(c) and not any(re.fullmatch(f, c) for f in DOCUMENTED) and not is_bandwidth_process(c)
+        ]
         for node, commands in sent.items()
     }
     assert not_reads == {node: [] for node in sent}

@@ -121,11 +121,15 @@ def test_summary_records_verdicts_measurements_and_hints(tmp_path):
 
 def test_one_snapshot_round_trip_per_node(tmp_path):
     run = run_suite(tmp_path, "--sim")
-    # the snapshot, and the one `docker run` of the container-GPU check
+    # the snapshot, the one `docker run` of the container-GPU check, and the bandwidth runs (each link
+    # alone, then both at once: 4 clients on rank 0, 4 server starts and 4 stops on rank 1)
     transports = run.summary["transports"]
-    assert {node: (t["connections"], t["commands"]) for node, t in transports.items()} == {R0: (1, 2), R1: (1, 2)}
-    # rank 0's snapshot also logs in to rank 1 over each of the two QSFP addresses
-    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 2 > 20
+    assert {node: (t["connections"], t["commands"]) for node, t in transports.items()} == {
+        R0: (1, 2 + 4),
+        R1: (1, 2 + 8),
+    }
+    # rank 0's snapshot also logs in to rank 1 over each of the two QSFP addresses, and pings them
+    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 4 > 20
 
 
 def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):

@@ -1,0 +1,59 @@
+"""The bandwidth test on the sim: figures per link and aggregate in the summary, the functional run
+apart from the performance thresholds, and nothing of perftest left on either node afterwards."""
+
+from __future__ import annotations
+
+import glob
+import subprocess
+
+import pytest
+
+from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
+
+pytestmark = pytest.mark.sim
+
+BW = "tests_network/test_bandwidth.py::"
+
+
+def _nothing_left(pid: int) -> None:
+    assert sim_leftovers(pid) == []
+    assert subprocess.run(["pgrep", "-f", "state.json ib_write_bw"], capture_output=True).returncode == 1
+    assert glob.glob("/tmp/gb10check-bw.*") == []  # every server's log and pid file removed
+
+
+def test_figures_per_link_and_aggregate(tmp_path):
+    run = run_suite(tmp_path, "--sim", "-m", "network", "-k", "bandwidth or rdma_write")
+    assert run.rc == 0 and run.summary is not None, run.out
+    found = {c["check"]: c["evidence"][-1]["found"] for c in run.summary["checks"]}
+    assert found == {
+        "test_rdma_write_runs[enp1s0f0np0]": "109.00 Gb/s",
+        "test_rdma_write_runs[enP2p1s0f0np0]": "109.00 Gb/s",
+        "test_rdma_bandwidth[enp1s0f0np0]": "109.00 Gb/s",
+        "test_rdma_bandwidth[enP2p1s0f0np0]": "109.00 Gb/s",
+        "test_rdma_bandwidth_all_links_at_once": "218.00 Gb/s (enp1s0f0np0 109.00, enP2p1s0f0np0 109.00)",
+    }
+    assert "bandwidth 1s per run, min enp1s0f0np0 90, enP2p1s0f0np0 90 Gb/s" in run.out  # the header
+    _nothing_left(run.pid)
+
+
+def test_a_slow_link_is_a_performance_failure_only(tmp_path):
+    """link2-slow without the performance marker: the functional run passes, the thresholds are not run."""
+    run = run_suite(tmp_path, "--sim=link2-slow", "-m", "network and not performance")
+    assert run.rc == 0, run.out
+    assert f"{BW}test_rdma_write_runs[enP2p1s0f0np0]" in run.junit
+    assert not [t for t in run.junit if "test_rdma_bandwidth" in t or "test_rdma_port_rate" in t]
+    _nothing_left(run.pid)
+
+
+def test_a_running_container_skips_the_run_unless_asked(tmp_path):
+    body = 'base = "healthy"\n[nodes.thinkstationpgx-32.docker.container]\nname = "vllm-qwen38"\n'
+    run = run_scenario(tmp_path, body, "-m", "network", "-k", "rdma_write")
+    assert run.rc == 0 and set(run.skipped()) == {
+        f"{BW}test_rdma_write_runs[enp1s0f0np0]",
+        f"{BW}test_rdma_write_runs[enP2p1s0f0np0]",
+    }, run.out
+    assert all("container runs on thinkstationpgx-32" in r for r in run.skipped().values())
+    (tmp_path / "asked").mkdir()
+    asked = run_scenario(tmp_path / "asked", body, "-m", "network", "-k", "rdma_write", "--bandwidth")
+    assert asked.rc == 0 and asked.skipped() == {} and len(asked.junit) == 2, asked.out
+    _nothing_left(asked.pid)
