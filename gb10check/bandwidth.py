@@ -84,11 +84,11 @@ def server_stop_command(log: str) -> str:
     and say whether anything is left."""
     q = shlex.quote
     return (
-        f'pid=$(cat {q(log + ".pid")} 2>/dev/null); if [ -n "$pid" ]; then kill -TERM -- -$pid 2>/dev/null; i=0; '
-        "while kill -0 -- -$pid 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
-        "kill -KILL -- -$pid 2>/dev/null; fi; "
+        f'pid=$(cat {q(log + ".pid")} 2>/dev/null); if [ -n "$pid" ]; then kill -TERM -$pid 2>/dev/null; i=0; '
+        "while kill -0 -$pid 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
+        "kill -KILL -$pid 2>/dev/null; fi; "
         f"cat {q(log)} 2>/dev/null; rm -f {q(log)} {q(log + '.pid')}; "
-        "if [ -n \"$pid\" ] && kill -0 -- -$pid 2>/dev/null; then echo 'gb10check: server still running'; fi; true"
+        "if [ -n \"$pid\" ] && kill -0 -$pid 2>/dev/null; then echo 'gb10check: server still running'; fi; true"
     )
 
 

@@ -9,6 +9,7 @@ reach the node at all raises NodeUnreachable.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
 import shlex
@@ -182,6 +183,7 @@ class SshTransport:
         self.use_ssh_config = use_ssh_config
         self.stats = TransportStats()
         self._conn: Any = None
+        self._unreachable: NodeUnreachable | None = None  # the first failed connect: the answer for the session
         self._lock = threading.Lock()
 
     @property
@@ -253,8 +255,14 @@ class SshTransport:
         from invoke.exceptions import CommandTimedOut
 
         with self._lock:
+            if self._unreachable is not None:  # one connect timeout per node per session, not one per command
+                raise copy.copy(self._unreachable) from None
             if self._conn is None:
-                self._conn = self._connect()
+                try:
+                    self._conn = self._connect()
+                except NodeUnreachable as exc:
+                    self._unreachable = exc
+                    raise
             conn = self._conn
         self.stats.count()
         start = time.monotonic()

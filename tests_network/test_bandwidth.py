@@ -4,11 +4,17 @@ verdict; the figure against the inventory's min_gbps a performance one (`-m "net
 performance"` leaves the thresholds out). Skipped while the deployment's container runs (it would
 compete with NCCL for the links) unless --bandwidth; never part of smoke."""
 
+import contextlib
+import dataclasses
+import fcntl
+import json
+
 import pytest
 
-from fixtures.cluster import INVENTORY, SETTINGS
+from fixtures.cluster import INVENTORY, SETTINGS, shared_dir
 from gb10check import bandwidth, facts
 from gb10check.errors import GB10Error
+from gb10check.parsers.perftest import BwFailure
 
 pytestmark = pytest.mark.network
 
@@ -19,11 +25,37 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("link", links, ids=[link.netdev for link in links])
 
 
+@contextlib.contextmanager
+def _shared(folder, key):
+    """Under pytest-xdist, one measurement at a time across the workers (two at once would share the
+    link and the port, and halve each other's figure), and each taken once: the first worker to
+    measure leaves it in the run's shared folder for the others. Serial runs need neither."""
+    if folder is None:
+        yield None, lambda runs: None
+        return
+    with open(folder / "bandwidth.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released with the file, also if this worker dies
+        cache = folder / ("bandwidth-" + "-".join(key) + ".json")
+        cached = json.loads(cache.read_text()) if cache.exists() else None
+        yield cached, lambda runs: cache.write_text(json.dumps([_as_dict(r) for r in runs]))
+
+
+def _as_dict(run):
+    return {**{f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.name not in ("link", "failure")},
+            "netdev": run.link.netdev, "failure": dataclasses.asdict(run.failure) if run.failure else None}  # fmt: skip
+
+
+def _from_dict(data, links):
+    link = next(link for link in links if link.netdev == data.pop("netdev"))
+    failure = BwFailure(**data.pop("failure")) if data["failure"] else None
+    return bandwidth.BwRun(link=link, failure=failure, **{k: v for k, v in data.items() if k != "failure"})
+
+
 class Runs:
     """Each measurement once per session (the functional and the performance test share it)."""
 
-    def __init__(self, cluster, inventory, allowed_while_serving):
-        self.cluster, self.inventory, self.allowed = cluster, inventory, allowed_while_serving
+    def __init__(self, cluster, inventory, allowed_while_serving, folder):
+        self.cluster, self.inventory, self.allowed, self.folder = cluster, inventory, allowed_while_serving, folder
         self.memo = {}
 
     def _guard(self, nodes):
@@ -45,13 +77,18 @@ class Runs:
         self._guard({n for link in links for n in link.addresses})
         if key not in self.memo:
             rank0, seconds = self.inventory.api_node.name, self.inventory.thresholds.bandwidth_seconds
-            self.memo[key] = bandwidth.measure(self.cluster, list(links), rank0, seconds)
+            with _shared(self.folder, key) as (cached, keep):
+                if cached is not None:
+                    self.memo[key] = [_from_dict(dict(d), links) for d in cached]
+                else:
+                    self.memo[key] = bandwidth.measure(self.cluster, list(links), rank0, seconds)
+                    keep(self.memo[key])
         return self.memo[key]
 
 
 @pytest.fixture(scope="session")
 def runs(cluster, inventory, request):
-    return Runs(cluster, inventory, request.config.stash[SETTINGS].bandwidth)
+    return Runs(cluster, inventory, request.config.stash[SETTINGS].bandwidth, shared_dir(request.config))
 
 
 def _last_lines(output):
