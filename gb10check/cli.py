@@ -14,7 +14,7 @@ from pathlib import Path
 
 STAGES = {
     "preflight": ("preflight", "before `docker compose up`: drivers, firewall, memory, images, weights, compose"),
-    "network": ("network", "after cabling / netplan: the RoCE links"),
+    "network": ("network", "after cabling / netplan: links, RDMA ports, GIDs, reachability, bandwidth"),
     "service": ("service", "after startup: the API on rank 0"),
     "smoke": ("smoke", "after a reboot: the fast subset"),
     "all": (None, "every check (the nightly run)"),
@@ -39,6 +39,25 @@ def suite_root() -> Path:
             "bin/setup (pip install -e), which keeps them together"
         )
     return root
+
+
+def _with_stage(args: list[str], marker: str) -> list[str]:
+    """The stage's marker and-ed with the user's own `-m EXPR` (pytest keeps only the last -m):
+    `gb10check network -m "not performance"` runs `-m "network and (not performance)"`."""
+    out, exprs = [], []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-m" and i + 1 < len(args):
+            exprs.append(args[i + 1])
+            i += 2
+            continue
+        if arg.startswith("-m") and len(arg) > 2:
+            exprs.append(arg[2:].removeprefix("="))
+        else:
+            out.append(arg)
+        i += 1
+    return [*out, "-m", " and ".join([marker, *(f"({e})" for e in exprs)])]
 
 
 def _absolute(args: list[str], cwd: Path) -> list[str]:
@@ -117,7 +136,7 @@ def _main(args: list[str]) -> int:
     pytest_args = [f"--rootdir={root}", "-c", str(root / "pytest.ini"), *_absolute(rest, cwd)]
     marker = STAGES[stage][0]
     if marker:
-        pytest_args += ["-m", marker]
+        pytest_args = _with_stage(pytest_args, marker)
     if not any(a.partition("=")[0] == "--cluster" for a in pytest_args) and not os.environ.get("GB10_CLUSTER"):
         default = cwd / "cluster.toml"  # ./cluster.toml means the operator's directory, not the suite's
         if default.is_file():
