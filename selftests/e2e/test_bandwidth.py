@@ -3,8 +3,9 @@ apart from the performance thresholds, and nothing of perftest left on either no
 
 from __future__ import annotations
 
-import glob
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -13,12 +14,17 @@ from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 pytestmark = pytest.mark.sim
 
 BW = "tests_network/test_bandwidth.py::"
+LOG = re.compile(r"/tmp/gb10check-bw\.\w+\.\d+")
 
 
-def _nothing_left(pid: int) -> None:
-    assert sim_leftovers(pid) == []
-    assert subprocess.run(["pgrep", "-f", "state.json ib_write_bw"], capture_output=True).returncode == 1
-    assert glob.glob("/tmp/gb10check-bw.*") == []  # every server's log and pid file removed
+def _nothing_left(run) -> None:
+    """This run's (other self-tests may run beside it): no process under its sim folder (perftest
+    servers and clients included), and none of the log and pid files its servers wrote."""
+    assert sim_leftovers(run.pid) == []
+    pattern = f"/run/gb10sim/{run.pid}/.*ib_write_bw"
+    assert subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 1
+    logs = {m for c in run.summary["transports"]["thinkstationpgx-32"]["sent"] for m in LOG.findall(c)}
+    assert logs and [p for log in logs for p in (log, log + ".pid") if Path(p).exists()] == []
 
 
 def test_figures_per_link_and_aggregate(tmp_path):
@@ -33,7 +39,7 @@ def test_figures_per_link_and_aggregate(tmp_path):
         "test_rdma_bandwidth_all_links_at_once": "218.00 Gb/s (enp1s0f0np0 109.00, enP2p1s0f0np0 109.00)",
     }
     assert "bandwidth 1s per run, min enp1s0f0np0 90, enP2p1s0f0np0 90 Gb/s" in run.out  # the header
-    _nothing_left(run.pid)
+    _nothing_left(run)
 
 
 def test_a_slow_link_is_a_performance_failure_only(tmp_path):
@@ -42,7 +48,7 @@ def test_a_slow_link_is_a_performance_failure_only(tmp_path):
     assert run.rc == 0, run.out
     assert f"{BW}test_rdma_write_runs[enP2p1s0f0np0]" in run.junit
     assert not [t for t in run.junit if "test_rdma_bandwidth" in t or "test_rdma_port_rate" in t]
-    _nothing_left(run.pid)
+    _nothing_left(run)
 
 
 def test_a_running_container_skips_the_run_unless_asked(tmp_path):
@@ -56,4 +62,4 @@ def test_a_running_container_skips_the_run_unless_asked(tmp_path):
     (tmp_path / "asked").mkdir()
     asked = run_scenario(tmp_path / "asked", body, "-m", "network", "-k", "rdma_write", "--bandwidth")
     assert asked.rc == 0 and asked.skipped() == {} and len(asked.junit) == 2, asked.out
-    _nothing_left(asked.pid)
+    _nothing_left(asked)
