@@ -35,6 +35,7 @@ def margin(seconds: float) -> float:
 
 
 LOG_DIR = "/tmp"  # the server's output and pid file, removed by the stop
+STILL_RUNNING = "gb10check: the ib_write_bw server is still running"
 
 
 @dataclass(frozen=True)
@@ -79,16 +80,20 @@ def server_start_command(link: inv.Link, port: int, seconds: float, log: str) ->
     )
 
 
+# "is any process of group $pid alive": a zombie does not count (kill -0 says yes to one; an
+# orphan waits for its init to reap it, and not every init does at once)
+_ALIVE = "ps -eo pgid=,stat= | awk -v p=\"$pid\" '$1 == p && $2 !~ /^Z/ {a = 1} END {exit !a}'"
+
+
 def server_stop_command(log: str) -> str:
     """Kill the server's process group (TERM, then KILL), print its log, remove it and its pid file,
     and say whether anything is left."""
     q = shlex.quote
     return (
-        f'pid=$(cat {q(log + ".pid")} 2>/dev/null); if [ -n "$pid" ]; then kill -TERM -$pid 2>/dev/null; i=0; '
-        "while kill -0 -$pid 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
-        "kill -KILL -$pid 2>/dev/null; fi; "
+        f'pid=$(cat {q(log + ".pid")} 2>/dev/null); if [ -n "$pid" ] && {_ALIVE}; then kill -TERM -$pid 2>/dev/null; '
+        f"i=0; while {_ALIVE} && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL -$pid 2>/dev/null; fi; "
         f"cat {q(log)} 2>/dev/null; rm -f {q(log)} {q(log + '.pid')}; "
-        "if [ -n \"$pid\" ] && kill -0 -$pid 2>/dev/null; then echo 'gb10check: server still running'; fi; true"
+        f"if [ -n \"$pid\" ] && {_ALIVE}; then echo '{STILL_RUNNING}'; fi; true"
     )
 
 
@@ -147,6 +152,10 @@ def measure(cluster: ClusterNodes, links: list[inv.Link], client: str, seconds: 
                 failure = classify_failure(text + "\n" + s.output) or BwFailure(
                     "unexpected-output", "ib_write_bw printed no result: " + (text.strip()[-200:] or "nothing")
                 )
+        if STILL_RUNNING in s.output and failure is None:  # never leave a process behind unsaid
+            failure = BwFailure(
+                "command-timeout", f"the server on {s.node} did not end when told to (pid file {s.log}.pid)"
+            )
         runs.append(BwRun(s.link, s.node, client, s.port, seconds, gbps, failure, text, s.output))
     return runs
 
