@@ -139,18 +139,21 @@ def measure(cluster: ClusterNodes, links: list[inv.Link], client: str, seconds: 
         gbps, failure = None, s.failure
         if failure is None and s.timed_out and "BW Test" not in text:  # the TCP exchange never completed
             failure = BwFailure(
-                "bw-connect-failed",
-                f"the client never completed the TCP exchange with {s.node}:{s.port} within "
+                hint="bw-connect-failed",
+                what=f"the client never completed the TCP exchange with {s.node}:{s.port} within "
                 f"{seconds + margin(seconds):g} s (a firewall dropping the port, or the address not on the peer)",
             )
         elif failure is None and s.timed_out:
-            failure = BwFailure("command-timeout", f"the run outlived its bound ({seconds + margin(seconds):g} s)")
+            failure = BwFailure(
+                hint="command-timeout", what=f"the run outlived its bound ({seconds + margin(seconds):g} s)"
+            )
         elif failure is None:
             try:
                 gbps = parse_bw(text).average_gbps
             except GB10Error:
                 failure = classify_failure(text + "\n" + s.output) or BwFailure(
-                    "unexpected-output", "ib_write_bw printed no result: " + (text.strip()[-200:] or "nothing")
+                    hint="unexpected-output",
+                    what="ib_write_bw printed no result: " + (text.strip()[-200:] or "nothing"),
                 )
         if STILL_RUNNING in s.output and failure is None:  # never leave a process behind unsaid
             failure = BwFailure(
@@ -166,8 +169,8 @@ def _start(cluster: ClusterNodes, s: _Server, seconds: float) -> None:
         return
     text = res.stdout + res.stderr
     s.failure = classify_failure(text) or BwFailure(
-        "unexpected-output",
-        f"the server on {s.node} did not listen on port {s.port}: " + (text.strip()[-200:] or f"exit {res.rc}"),
+        hint="unexpected-output",
+        what=f"the server on {s.node} did not listen on port {s.port}: " + (text.strip()[-200:] or f"exit {res.rc}"),
     )
 
 

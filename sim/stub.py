@@ -261,24 +261,19 @@ COMPLETION_ERROR = {
 
 
 def _perf_args(args: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {"dev": None, "gid": 0, "port": 18515, "seconds": 5.0, "gbits": False, "host": None}
-    names = {"-d": "dev", "--ib-dev": "dev", "-x": "gid", "--gid-index": "gid", "-p": "port", "--port": "port",
-             "-D": "seconds", "--duration": "seconds", "-i": "ibport", "--ib-port": "ibport"}  # fmt: skip
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        key, eq, value = arg.partition("=")
-        if key in names:
-            if not eq:
-                i += 1
-                value = args[i]
-            opts[names[key]] = value
-        elif arg == "--report_gbits":
-            opts["gbits"] = True
-        elif not arg.startswith("-"):
-            opts["host"] = arg
-        i += 1
-    return {**opts, "gid": int(opts["gid"]), "port": int(opts["port"]), "seconds": float(opts["seconds"])}
+    """perftest's options that the stub acts on (the others are accepted and ignored)."""
+    import argparse  # only ib_write_bw pays for it
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-d", "--ib-dev", dest="dev")
+    parser.add_argument("-i", "--ib-port")
+    parser.add_argument("-x", "--gid-index", dest="gid", type=int, default=0)
+    parser.add_argument("-p", "--port", type=int, default=18515)
+    parser.add_argument("-D", "--duration", dest="seconds", type=float, default=5.0)
+    parser.add_argument("--report_gbits", dest="gbits", action="store_true")
+    parser.add_argument("host", nargs="?")
+    known, _ = parser.parse_known_args(args)
+    return vars(known)
 
 
 def _sysfs(dev: str, name: str) -> str | None:

@@ -55,48 +55,41 @@ class BwFailure:
     what: str  # one line: what perftest said, in the operator's terms
 
 
-# first match wins: the most specific line of each variant
-_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (
-        re.compile(r"ib_write_bw: (?:command )?not found|failed to run command .ib_write_bw.: No such file"),
-        "tool-missing",
-        "ib_write_bw is not installed (the perftest package)",
-    ),
-    (
-        re.compile(r"Couldn't listen to port (?P<port>\d+)"),
-        "bw-port-in-use",
-        "the server could not listen on port {port}",
-    ),
-    (
-        re.compile(r"Couldn't connect to (?P<host>[^:\s]+):(?P<port>\d+)"),
-        "bw-connect-failed",
-        "the client could not reach the server at {host}:{port} (TCP)",
-    ),
-    (
-        re.compile(r"No IB devices found|IB device (?P<dev>\S+) not found|Unable to find the Infiniband/RoCE device"),
-        "rdma-device-missing",
-        "no such RDMA device{dev_part}",
-    ),
-    (re.compile(r"Port number (?P<port>\d+) state is (?P<state>\w+)"), "roce-link-down", "port {port} is {state}"),
-    (
-        re.compile(r"Failed to modify QP \d* ?to RTR|Incompatibility issue with GID types"),
-        "gid-index-mismatch",
-        "the queue pair could not connect (RTR): the GID index does not reach the peer",
-    ),
-    (
-        re.compile(r"Completion with error at (?P<side>client|server)[\s\S]*?Failed status[- ]?(?P<status>[^:]*)"),
-        "roce-retry-exceeded",
-        "work completions failed at the {side} (status {status}): packets lost on the link",
-    ),
-)
+@dataclass(frozen=True)
+class _Variant:
+    pattern: re.Pattern[str]
+    hint: str
+    what: str  # filled from the pattern's groups
+
+
+def _v(pattern: str, *, hint: str, what: str) -> _Variant:
+    return _Variant(re.compile(pattern), hint, what)
+
+
+# first match wins: the most specific line of each variant (`hint=`: validated against the catalogue)
+_MISSING = r"ib_write_bw: (?:command )?not found|failed to run command .ib_write_bw.: No such file"
+_NO_DEVICE = r"No IB devices found|IB device (?P<dev>\S+) not found|Unable to find the Infiniband/RoCE device"
+_COMPLETION = r"Completion with error at (?P<side>client|server)[\s\S]*?Failed status[- ]?(?P<status>[^:]*)"
+_FAILURES = (
+    _v(_MISSING, hint="tool-missing", what="ib_write_bw is not installed (the perftest package)"),
+    _v(r"Couldn't listen to port (?P<port>\d+)", hint="bw-port-in-use", what="the server cannot listen on {port}"),
+    _v(r"Couldn't connect to (?P<host>[^:\s]+):(?P<port>\d+)", hint="bw-connect-failed",
+       what="the client could not reach the server at {host}:{port} (TCP)"),
+    _v(_NO_DEVICE, hint="rdma-device-missing", what="no such RDMA device{dev_part}"),
+    _v(r"Port number (?P<port>\d+) state is (?P<state>\w+)", hint="roce-link-down", what="port {port} is {state}"),
+    _v(r"Failed to modify QP \d* ?to RTR|Incompatibility issue with GID types", hint="gid-index-mismatch",
+       what="the queue pair could not connect (RTR): the GID index does not reach the peer"),
+    _v(_COMPLETION, hint="roce-retry-exceeded",
+       what="work completions failed at the {side} (status {status}): packets lost on the link"),
+)  # fmt: skip
 
 
 def classify_failure(text: str) -> BwFailure | None:
     """What a failed run's output says, with its hint id; None when nothing is recognised."""
-    for pattern, hint, what in _FAILURES:
-        match = pattern.search(text)
+    for variant in _FAILURES:
+        match = variant.pattern.search(text)
         if match:
             fields = {k: (v or "").strip() for k, v in match.groupdict().items()}
             fields["dev_part"] = f" {fields['dev']}" if fields.get("dev") else ""
-            return BwFailure(hint, what.format(**fields))
+            return BwFailure(hint=variant.hint, what=variant.what.format(**fields))
     return None
