@@ -292,7 +292,7 @@ def ssh_logins(inventory: inv.Inventory, node: inv.Node) -> list[Read[str]]:
     return [ssh_login(peer, link, t) for link in inventory.links for peer in link.addresses if peer != node.name]
 
 
-PING_COUNT, PING_INTERVAL = 3, 0.2  # 0.2 s: the shortest interval ping allows without root
+PING_COUNT, PING_INTERVAL = 2, 0.2  # 0.2 s: the shortest interval ping allows without root (one interval per snapshot)
 
 
 def ping_over(peer: str, link: inv.Link) -> Read[PingResult]:
