@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gb10check.errors import ParseError
+from gb10check.nccl import socket_ifname_matches
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
 from gb10check.parsers.netplan import link_local_ipv4
@@ -162,3 +163,18 @@ def test_ping_summaries():
     assert refused.messages == ("local error: message too long, mtu=1400",)
     with pytest.raises(ParseError, match="packets transmitted"):
         parse_ping("ping: connect: Network is unreachable\n")
+
+
+@pytest.mark.parametrize(
+    ("value", "selected"),
+    [
+        ("enp1s0f0np0", ["enp1s0f0np0"]),
+        ("enp1", ["enp1s0f0np0", "enp1s0f1np1"]),  # a prefix
+        ("=enp1", []),  # exact names only
+        ("=enp1s0f0np0,enP7s7", ["enP7s7", "enp1s0f0np0"]),
+        ("^enp1,lo", ["enP2p1s0f0np0", "enP7s7"]),  # excluded
+    ],
+)
+def test_socket_ifname_as_nccl_reads_it(value, selected):
+    netdevs = ["lo", "enP7s7", "enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0"]
+    assert socket_ifname_matches(value, netdevs) == selected

@@ -1,0 +1,15 @@
+"""How NCCL reads its environment where the checks need NCCL's own meaning. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def socket_ifname_matches(value: str, netdevs: Iterable[str]) -> list[str]:
+    """The netdevs an NCCL_SOCKET_IFNAME-style value selects: each comma-separated name is a prefix
+    (`enp1` selects enp1s0f0np0), `=` before the list makes the names exact, `^` excludes them."""
+    exact, exclude = value.startswith("="), value.startswith("^")
+    names = [n for n in value.lstrip("=^").split(",") if n]
+    if exclude:
+        return sorted(d for d in netdevs if not any(d.startswith(n) for n in names))
+    return sorted(d for d in netdevs if any(d == n if exact else d.startswith(n) for n in names))
