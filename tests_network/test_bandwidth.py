@@ -11,18 +11,12 @@ import json
 
 import pytest
 
-from fixtures.cluster import INVENTORY, SETTINGS, shared_dir
+from fixtures.cluster import SETTINGS, shared_dir
 from gb10check import bandwidth, facts
 from gb10check.errors import GB10Error
 from gb10check.parsers.perftest import BwFailure
 
 pytestmark = pytest.mark.network
-
-
-def pytest_generate_tests(metafunc):
-    if "link" in metafunc.fixturenames:
-        links = metafunc.config.stash[INVENTORY].links if INVENTORY in metafunc.config.stash else []
-        metafunc.parametrize("link", links, ids=[link.netdev for link in links])
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ import ipaddress
 
 import pytest
 
-from fixtures.cluster import INVENTORY
 from gb10check import probes
 from gb10check.errors import GB10Error
 from gb10check.parsers.netplan import link_local_ipv4
@@ -13,13 +12,6 @@ from gb10check.parsers.netplan import link_local_ipv4
 pytestmark = pytest.mark.network
 
 LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
-
-
-def pytest_generate_tests(metafunc):
-    """`link`: one case per QSFP link (a check across its two ends)."""
-    if "link" in metafunc.fixturenames:
-        links = metafunc.config.stash[INVENTORY].links if INVENTORY in metafunc.config.stash else []
-        metafunc.parametrize("link", links, ids=[link.netdev for link in links])
 
 
 def _netdevs(cluster, node):
