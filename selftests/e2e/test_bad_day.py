@@ -95,6 +95,11 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
     message = next(iter(run.run.junit[t]["message"] for t in unreachable))
     assert message.startswith(f"[node-unreachable] {R1} (") and "cannot connect within 2 s" in message, message
     assert out.count("[node-unreachable] A node cannot be reached over SSH") == 1  # the section once
+    # the unreachable node's line stands once in FAILURES/ERRORS; each check has its line in the short summary
+    failures = out.split("= short test summary info =", 1)[0]
+    assert failures.count(f"[node-unreachable] {R1} (") == 1, failures
+    assert re.search(r"\(the same for \d+ more checks: each has its line in the short test summary\)", failures)
+    assert all(f"{tid}" in out.split("= short test summary info =", 1)[1] for tid in unreachable)
     assert sim_leftovers(run.run.pid) == []
 
 
