@@ -43,14 +43,15 @@ def _left(timeout: float | None, kind: type[Exception]) -> float | None:
 
 
 class _Stream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    def __init__(self, inner: typing.Any, core: typing.Any) -> None:
         self._inner = inner
+        self._core = core  # the httpcore-like module whose timeouts the pool above maps
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+        return bytes(self._inner.read(max_bytes, _left(timeout, self._core.ReadTimeout)))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+        self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
 
     def close(self) -> None:
         self._inner.close()
@@ -58,15 +59,17 @@ class _Stream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
-        return _Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)))
+        left = _left(timeout, self._core.ConnectTimeout)
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname, left), self._core)
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
 
 
 class _Backend(httpcore.NetworkBackend):
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+    def __init__(self, inner: typing.Any, core: typing.Any) -> None:
         self._inner = inner
+        self._core = core
 
     def connect_tcp(
         self,
@@ -76,16 +79,26 @@ class _Backend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: typing.Iterable[typing.Any] | None = None,
     ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
-        return _Stream(self._inner.connect_tcp(host, port, left, local_address, socket_options))
+        left = _left(timeout, self._core.ConnectTimeout)
+        return _Stream(self._inner.connect_tcp(host, port, left, local_address, socket_options), self._core)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: typing.Iterable[typing.Any] | None = None
     ) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_unix_socket(path, _left(timeout, httpcore.ConnectTimeout), socket_options))
+        left = _left(timeout, self._core.ConnectTimeout)
+        return _Stream(self._inner.connect_unix_socket(path, left, socket_options), self._core)
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+def bound_sockets(transport: typing.Any, core: typing.Any) -> typing.Any:
+    """An httpx-like HTTPTransport whose connections' sockets are bounded by `within()`'s deadline
+    (`core`: the httpcore-like module under it, whose timeout errors its pool turns into its own)."""
+    # the pool builds each connection with its backend: wrap it before the first one
+    pool = transport._pool
+    pool._network_backend = _Backend(pool._network_backend, core)
+    return transport
 
 
 class DeadlineTransport(httpx.HTTPTransport):
@@ -93,6 +106,4 @@ class DeadlineTransport(httpx.HTTPTransport):
 
     def __init__(self, **kwargs: typing.Any) -> None:
         super().__init__(**kwargs)
-        # httpcore builds each connection with the pool's backend: wrap it before the first one
-        pool: typing.Any = self._pool
-        pool._network_backend = _Backend(pool._network_backend)
+        bound_sockets(self, httpcore)

@@ -38,6 +38,18 @@ class GB10Error(Exception):
         # fields for the hint's commands (gb10check/hint_context.py): the command that hung, the missing file
         self.context = dict(context or {})
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Copies (a fresh one per check that re-raises a stored error) and pickles keep the message and
+        every attribute, whatever a subclass's __init__ takes."""
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[GB10Error], args: tuple[object, ...], state: dict[str, object]) -> GB10Error:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class InventoryError(GB10Error):
     pass

@@ -10,7 +10,7 @@ from gb10check import redact
 from gb10check.errors import TransportError
 from gb10check.parallel import map_parallel
 from gb10check.probes import probes_for
-from gb10check.snapshot import Probe, Snapshot, build_script, new_boundary, script_timeout, split_output
+from gb10check.snapshot import Probe, Read, Snapshot, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
 
 
@@ -37,14 +37,20 @@ class Node:
     def snapshot(self) -> Snapshot:
         with self._lock:
             if self._snapshot is None:
-                self._snapshot = self._gather(self.probes)
+                self._snapshot = self.probe(self.probes)
             return self._snapshot
+
+    def read_now(self, reads: tuple[Read[object], ...]) -> Snapshot:
+        """These facts again, now, in one round trip (after a wait, the session's snapshot is stale)."""
+        names = {r.name for r in reads}
+        return self.probe(tuple(p for p in self.probes if p.name in names))
 
     def taken(self) -> Snapshot | None:
         """The snapshot if it was taken already (never starts one: for reports and hints)."""
         return self._snapshot
 
-    def _gather(self, probes: tuple[Probe, ...]) -> Snapshot:
+    def probe(self, probes: tuple[Probe, ...]) -> Snapshot:
+        """These probes in one round trip, each bounded on its own (every command recorded as sent)."""
         boundary = new_boundary()
         self.sent += [p.command for p in probes]
         try:

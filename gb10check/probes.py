@@ -30,7 +30,10 @@ from gb10check.parsers.framed import FileRead, framed_files_command, parse_frame
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
 from gb10check.parsers.iproute import Netdev, Route, parse_ip_addr, parse_ip_route
+from gb10check.parsers.kernel_log import KernelLog, parse_kernel_log
+from gb10check.parsers.logind import parse_linger
 from gb10check.parsers.meminfo import MemInfo, parse_meminfo
+from gb10check.parsers.nccl_conf import NcclSetting, parse_conf_lines
 from gb10check.parsers.nvidia import (
     KernelModule,
     NvidiaSmiResult,
@@ -49,6 +52,7 @@ from gb10check.parsers.ufw import (
     parse_ufw_status,
     parse_user_rules,
 )
+from gb10check.parsers.vllm_log import LogLine, parse_docker_log
 from gb10check.snapshot import NO_SUDO, Probe, Read
 
 
@@ -81,7 +85,7 @@ def as_root_reader(sudo: bool) -> str:
 
 
 # The root-only reads, as sudo resolves them (secure_path): what a sudoers rule must name exactly.
-ROOT_READS = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules")
+ROOT_READS = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules", "/usr/bin/dmesg")
 
 
 def root_reads(netplan_files: list[str]) -> list[str]:
@@ -142,6 +146,38 @@ RDMA_PORTS: Read[dict[str, RdmaPortState]] = Read(
 )
 IP_ADDR: Read[dict[str, Netdev]] = Read("ip_addr", _always("ip -j -d addr"), parse_ip_addr)
 IP_ROUTE: Read[tuple[Route, ...]] = Read("ip_route", _always("ip -j route"), parse_ip_route)
+# what the kernel logged since boot about the ConnectX ports (mlx5), PCIe hotplug and the GPU (NVRM);
+# dmesg is root-only where kernel.dmesg_restrict = 1 (Ubuntu's default)
+KERNEL_LOG_PATTERN = "mlx5_core|pciehp|NVRM"
+KERNEL_LOG: Read[KernelLog] = Read(
+    "kernel_log",
+    lambda w: (
+        "k=$(mktemp) || exit 97; { " + as_root("dmesg", w.node.sudo) + '; } >"$k" || { r=$?; rm -f "$k"; exit $r; }; '
+        'echo "gb10check: kernel log lines $(wc -l <"$k")"; '
+        f'grep -E {q(KERNEL_LOG_PATTERN)} "$k"; rm -f "$k"; exit 0'
+    ),
+    parse_kernel_log,
+    display="dmesg (as root), its mlx5_core, pciehp and NVRM lines",
+)
+# systemd-logind: RemoveIPC (the main file and every drop-in), and who lingers
+LOGIND: Read[list[FileRead]] = Read(
+    "logind",
+    _always(
+        framed_files_command(
+            "/etc/systemd/logind.conf /usr/lib/systemd/logind.conf.d/*.conf /run/systemd/logind.conf.d/*.conf "
+            "/etc/systemd/logind.conf.d/*.conf"
+        )
+    ),
+    lambda t: parse_framed_files(t, "logind.conf and its drop-ins"),
+)
+LINGER: Read[list[str]] = Read("linger", _always("ls -1 /var/lib/systemd/linger 2>/dev/null; exit 0"), parse_linger)
+# NCCL's system-wide config file on the host (the container's: tests_network/test_nccl_env.py asks docker)
+NCCL_CONF = "/etc/nccl.conf"
+HOST_NCCL_CONF: Read[list[NcclSetting]] = Read(
+    "host_nccl_conf",
+    _always(f"if [ -e {NCCL_CONF} ]; then grep -H = {NCCL_CONF}; [ $? -le 1 ]; fi"),
+    lambda t: parse_conf_lines(t, f"grep -H = {NCCL_CONF}"),
+)
 WHOAMI: Read[str] = Read("whoami", _always("id -un"), lambda t: parse_word(t, "id -un"))
 GROUPS: Read[list[str]] = Read("groups", _always("id -Gn"), str.split)
 # -- the firewall --------------------------------------------------------------------------------
@@ -188,6 +224,15 @@ CONTAINER: Read[Container | None] = Read(
     _deployed(lambda d: f"docker container inspect {q(d.container)}"),
     parse_container_inspect,
     accept_rc=(0, 1),
+)
+# the container's log (the service checks read startup, NCCL's transport and known faults from it); docker
+# exits 1 for a container that does not exist
+LOG_TAIL = 4000
+DOCKER_LOGS: Read[list[LogLine]] = Read(
+    "docker_logs",
+    _deployed(lambda d: f"docker logs --tail {LOG_TAIL} --timestamps {q(d.container)}"),
+    parse_docker_log,
+    accept_rc=(0,),
 )
 # -- the deployment's files (the compose is read with the node's .env: gb10check/facts.py) ------------
 COMPOSE: Read[str] = Read("compose", _deployed(lambda d: f"cat {q(d.compose_file)}"), str)
@@ -250,6 +295,10 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     RDMA_PORTS,
     IP_ADDR,
     IP_ROUTE,
+    KERNEL_LOG,
+    LOGIND,
+    LINGER,
+    HOST_NCCL_CONF,
     MEMINFO,
     WHOAMI,
     GROUPS,
@@ -263,6 +312,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     DOCKER_IMAGES,
     IMAGE,
     CONTAINER,
+    DOCKER_LOGS,
     COMPOSE,
     COMPOSE_CONFIG,
     COMPOSE_OVERRIDES,

@@ -26,6 +26,8 @@ class Row:
     hints: list[str] = field(default_factory=list)
     message: str = ""
     duration: float = 0.0
+    figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
+    facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Summary:
             "| check | node | verdict | what | expected | found | hint |",
             "|---|---|---|---|---|---|---|",
         ]
+        lines[5:5] = self._measured()
         for r in self.rows:
             cells = [
                 r.check,
@@ -90,6 +93,15 @@ class Summary:
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         return "\n".join(lines) + "\n"
+
+    def _measured(self) -> list[str]:
+        """What the checks measured and found (figures, versions), ahead of the table of checks."""
+        rows: list[tuple[Row, str, float | str]] = [(r, k, v) for r in self.rows for k, v in r.facts.items()]
+        rows += [(r, k, v) for r in self.rows for k, v in r.figures.items()]
+        if not rows:
+            return []
+        table = [f"| {r.check} | {r.node or ''} | {name} | {_value(value)} |" for r, name, value in rows]
+        return ["## Measured", "", "| check | node | what | value |", "|---|---|---|---|", *table, "", "## Checks", ""]
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -136,6 +148,10 @@ def check_writable(*directories: Path) -> None:
                 + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(directory) else "")
                 + "; give a writable folder with --reports-dir=DIR (and --junitxml=PATH)"
             ) from exc
+
+
+def _value(value: float | str) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _each(values: Iterable[str]) -> str:

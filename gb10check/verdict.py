@@ -39,6 +39,17 @@ class Evidence:
 
     node: str | None = None
     items: list[Comparison] = field(default_factory=list)
+    figures: dict[str, float] = field(default_factory=dict)  # what the check measured, by name (units in the name)
+    facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version, a field)
+
+    def figure(self, name: str, value: float | None) -> None:
+        """A measured figure for the reports and the history (`bandwidth_gbps`, `ttft_s`...), pass or fail."""
+        if value is not None:
+            self.figures[name] = round(float(value), 6)
+
+    def fact(self, name: str, value: str) -> None:
+        """A found value worth a line in the reports (`vllm_version`, `reasoning_field`), pass or fail."""
+        self.facts[name] = redact(value)
 
     def expect(
         self,

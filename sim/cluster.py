@@ -32,7 +32,7 @@ from typing import Any
 import tomli_w
 
 from gb10check.errors import SimError
-from sim import netns
+from sim import netns, node_files
 from sim.node import PROJECT_ROOT, SSHD, SimNode
 from sim.node_files import write_node_files
 from sim.scenario import Scenario, merge
@@ -42,6 +42,13 @@ RUN_ROOT = Path("/run/gb10sim")
 NS_PREFIX = "gb10sim-"
 LAN_NETDEV = "enP7s7"
 REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
+# MemAvailable a started node keeps (the field report: ~12 GiB on rank 0, ~15 GiB on rank 1), kB
+SERVING_AVAILABLE_KB = (12 * 1024 * 1024, 15 * 1024 * 1024)
+
+
+def _loading_index(lines: list[tuple[float, str]]) -> int:
+    """Where a start that never finishes loading stops: just after `Starting to load model`."""
+    return next((i + 1 for i, (_, text) in enumerate(lines) if "Starting to load model" in text), len(lines))
 
 
 def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
@@ -262,29 +269,21 @@ class SimCluster:
 
     def _serves_api(self) -> bool:
         # while loading weights vLLM has bound its port but accepts nothing: clients are refused
-        service = self.scenario.service
-        return "served_model_name" in service and service.get("state", "ready") != "loading"
+        service = self.scenario.model.service
+        return (
+            service.served_model_name is not None
+            and service.state == "ready"
+            and self.scenario.model.deployment.running
+        )
 
-    def _start_api(self) -> None:
-        if not self._serves_api():
-            return
-        service = {"port": self.scenario.model.service.port, **self.scenario.service}
-        cfg = self.dir / "service.json"
-        cfg.write_text(json.dumps(service))
-        log = (self.dir / "fake_vllm.log").open("wb")
+    def _spawn(self, module: str, config: dict[str, Any], name: str, namespace: str | None) -> None:
+        cfg = self.dir / f"{name}.json"
+        cfg.write_text(json.dumps(config))
+        log = (self.dir / f"{name}.log").open("wb")
+        prefix = ["ip", "netns", "exec", namespace] if namespace else []
         self.processes.append(
             subprocess.Popen(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    self.api_namespace,
-                    sys.executable,
-                    "-m",
-                    "sim.fake_vllm",
-                    "--config",
-                    str(cfg),
-                ],
+                [*prefix, sys.executable, "-m", module, "--config", str(cfg)],
                 cwd=PROJECT_ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -292,6 +291,33 @@ class SimCluster:
                 start_new_session=True,
             )
         )
+
+    def _start_api(self) -> None:
+        service = self.scenario.model.service
+        if service.startup_seconds and self.scenario.model.deployment.running:
+            self._start_startup()
+        if self._serves_api():
+            self._spawn("sim.fake_vllm", service.model_dump(), "fake_vllm", self.api_namespace)
+
+    def _start_startup(self) -> None:
+        """The deployment starting in real time (sim/startup.py): memory falls, the logs grow."""
+        service = self.scenario.model.service
+        nodes = []
+        for node in self.nodes:
+            lines = node_files.startup_lines(node, self.scenario, self.inventory_data)
+            if service.state != "ready":  # it never finishes loading
+                lines = lines[: _loading_index(lines)]
+            meminfo = node.spec.meminfo_kb()
+            nodes.append(
+                {
+                    "meminfo_path": str(node.dir / "meminfo"),
+                    "meminfo": meminfo,
+                    "end_available_kb": service.startup_min_available_kb or SERVING_AVAILABLE_KB[node.rank % 2],
+                    "log_path": str(node.dir / "container.log"),
+                    "lines": lines,
+                }
+            )
+        self._spawn("sim.startup", {"seconds": service.startup_seconds, "nodes": nodes}, "startup", None)
 
     def _node_addresses(self, node: SimNode) -> list[str]:
         addrs = [node.lan_ip] + [
@@ -356,7 +382,7 @@ class SimCluster:
 
     def _wait_ready(self, timeout: float) -> None:
         targets = [(n.lan_ip, 22, n.name) for n in self.nodes if n.reachable]
-        if self._serves_api():
+        if self._serves_api() and not self.scenario.model.service.startup_seconds:
             targets.append(("127.0.0.1", self.scenario.model.service.port, "fake vLLM"))
         pending: list[str] = []
 

@@ -1,8 +1,17 @@
 """A fake vLLM OpenAI-compatible server for the simulated cluster's rank 0.
 
-Real HTTP (stdlib ThreadingHTTPServer); the bodies, status codes and content types follow what
-vLLM's own serving code returns (selftests/data/vllm_api, produced from vLLM 0.12.0's FastAPI
-app). Only what the suite asks is implemented; anything else gets FastAPI's 404.
+Real HTTP (stdlib ThreadingHTTPServer). Bodies, status codes, content types and SSE framing follow
+what vLLM's own serving code returns (selftests/data/vllm_api: vLLM 0.12.0's FastAPI app and 0.33.0's
+serving classes, run with a faked engine); `shapes` picks the version family:
+- "0.11": message/delta `reasoning_content` only;
+- "0.12": `reasoning` and its deprecated copy `reasoning_content` (0.11.1-0.15.x), `tool_calls: []`;
+- "0.33": `reasoning` only, usage.completion_tokens_details.reasoning_tokens, no empty tool_calls.
+The "model" answers the suite's own prompts (factorial, weather tool call, counting, the canary
+questions) and streams them token by token at the scenario's decode rate in real time; /metrics
+counts what it generated. A scenario can make it fail as vLLM fails: 500s, a garbage body, a
+stream that stalls, an engine stuck with /health still 200, wrong answers, truncated tool
+arguments, no reasoning or tool parser. Startup (weights loading, MemAvailable falling, the log's
+milestones) can take real time before it listens (sim/startup.py drives that).
 
     python -m sim.fake_vllm --config service.json
 """
@@ -11,10 +20,58 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import secrets
+import threading
 import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
+
+
+def tokens(text: str) -> list[str]:
+    """A stand-in tokenizer: a word or a punctuation mark (with its leading space) per token."""
+    return TOKEN.findall(text)
+
+
+@dataclass(frozen=True)
+class Answer:
+    reasoning: str
+    content: str = ""
+    tool: tuple[str, dict[str, Any]] | None = None  # (function name, arguments)
+
+
+COUNT = re.compile(r"count from 1 to (\d+)", re.IGNORECASE)
+
+
+def answer(prompt: str, tools: list[dict[str, Any]] | None, wrong: bool) -> Answer:
+    """What the fake model says: right, or (a broken quantization or TP layout) fluently wrong."""
+    p = prompt.lower()
+    if tools and "weather" in p:
+        city = "Beijing" if "beijing" in p else "Paris"
+        return Answer(
+            f"The user asks for the weather in {city}. I should call get_weather.", tool=("get_weather", {"city": city})
+        )
+    if "factorial" in p:
+        value = "9" if wrong else "6"
+        return Answer(
+            "The user asks for 3 factorial. 3! = 3 × 2 × 1. That is 6.",
+            f"3! = 3 × 2 × 1 = {value}.",
+        )
+    if m := COUNT.search(p):
+        n = int(m[1])
+        numbers = range(1, n + 1) if not wrong else range(1, n + 1, 2)
+        return Answer("Counting.", ", ".join(str(i) for i in numbers) + ".")
+    if "17 * 23" in p or "17 × 23" in p:
+        return Answer("17 times 23.", "401" if wrong else "391")
+    if "chemical symbol" in p:
+        return Answer("Gold.", "Ag" if wrong else "Au")
+    if "json" in p:
+        body = {"name": "Ada", "age": "thirty-six"} if wrong else {"name": "Ada", "age": 36}
+        return Answer("A JSON object.", json.dumps(body))
+    return Answer("The user greets me.", "Hello! How can I help?")
 
 
 def model_list(cfg: dict[str, Any], created: int) -> dict[str, Any]:
@@ -50,8 +107,79 @@ def model_list(cfg: dict[str, Any], created: int) -> dict[str, Any]:
     }
 
 
-def make_handler(cfg: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
+def error_body(message: str, kind: str, code: int) -> dict[str, Any]:
+    """vLLM >= 0.10.1's error shape."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+AUTO_TOOL_CHOICE = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+
+
+@dataclass
+class Engine:
+    """The fake engine's state: what /metrics reports."""
+
+    generated: int = 0
+    prompt: int = 0
+    running: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, **counts: int) -> None:
+        with self.lock:
+            for key, value in counts.items():
+                setattr(self, key, getattr(self, key) + value)
+
+
+class Shapes:
+    """vLLM's message and delta fields for one version family."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+
+    def reasoning_fields(self, text: str | None) -> dict[str, Any]:
+        if self.family == "0.11":
+            return {"reasoning_content": text}
+        if self.family == "0.12":
+            return {"reasoning": text, "reasoning_content": text}
+        return {"reasoning": text}
+
+    def message(self, content: str | None, reasoning: str | None, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": content,
+            "refusal": None,
+            "annotations": None,
+            "audio": None,
+            "function_call": None,
+        }
+        if tool_calls or self.family != "0.33":
+            msg["tool_calls"] = tool_calls
+        if self.family == "0.11":
+            msg["reasoning_content"] = reasoning
+        else:
+            msg.update({k: v for k, v in self.reasoning_fields(reasoning).items()})
+        return msg
+
+    def usage(self, prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "total_tokens": prompt + completion,
+            "completion_tokens": completion,
+            "prompt_tokens_details": None,
+        }
+        if self.family == "0.33" and reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return usage
+
+
+def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHandler]:
     api_key = cfg.get("api_key")
+    shapes = Shapes(cfg.get("shapes", "0.33"))
+    failure = cfg.get("failure")
+    rate = float(cfg.get("decode_tokens_per_s", 500.0))
+    ttft = float(cfg.get("ttft_s", 0.05))
+    served = cfg["served_model_name"]
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "uvicorn"
@@ -61,18 +189,18 @@ def make_handler(cfg: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # uvicorn-like access log on stderr
             super().log_message(format, *args)
 
-        def _send(self, status: int, body: Any = None) -> None:
-            data = b"" if body is None else json.dumps(body).encode()
+        def _send(self, status: int, body: Any = None, ctype: str = "application/json") -> None:
+            data = b"" if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
             if body is not None:
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
 
         def _authorised(self) -> bool:
             if not api_key or not self.path.startswith("/v1"):
-                return True  # /health is not behind --api-key
+                return True  # /health, /version and /metrics are not behind --api-key
             return self.headers.get("Authorization") == f"Bearer {api_key}"
 
         def do_GET(self) -> None:
@@ -85,18 +213,202 @@ def make_handler(cfg: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, {"version": cfg.get("vllm_version", "0.12.0")})
             if path == "/v1/models":
                 return self._send(200, model_list(cfg, int(time.time())))
+            if path == "/metrics":
+                return self._send(
+                    200, metrics_text(engine, served, stuck=failure == "stuck"), "text/plain; version=0.0.4"
+                )
             return self._send(404, {"detail": "Not Found"})
+
+        def do_POST(self) -> None:
+            if not self._authorised():
+                return self._send(401, {"error": "Unauthorized"})
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            if self.path.split("?", 1)[0] != "/v1/chat/completions":
+                return self._send(404, {"detail": "Not Found"})
+            try:
+                request = json.loads(raw)
+            except json.JSONDecodeError:
+                return self._send(400, error_body("1 validation error: JSON decode error", "Bad Request", 400))
+            if request.get("model") != served:
+                return self._send(
+                    404, error_body(f"The model `{request.get('model')}` does not exist.", "NotFoundError", 404)
+                )
+            if failure == "5xx":
+                return self._send(500, error_body(ENGINE_DEAD, "InternalServerError", 500))
+            if failure == "garbage":
+                return self._send(200, "<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
+            tools = request.get("tools")
+            if tools and request.get("tool_choice", "auto") == "auto" and not cfg.get("tool_parser", True):
+                return self._send(400, error_body(AUTO_TOOL_CHOICE, "BadRequestError", 400))
+            if failure == "stuck":  # the engine waits on a collective forever; /health still says 200
+                engine.add(running=1)
+                time.sleep(3600)
+                return None
+            prompt = " ".join(str(m.get("content") or "") for m in request.get("messages") or [])
+            thinking = (request.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+            said = answer(prompt, tools, wrong=failure == "wrong-answers")
+            return self._complete(request, said, thinking, len(tokens(prompt)) + 10)
+
+        def _parts(self, said: Answer, thinking: bool) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+            """The generation as (kind, token text) with kind reasoning / content, and its tool calls."""
+            parts: list[tuple[str, str]] = []
+            calls: list[dict[str, Any]] = []
+            if thinking:
+                if cfg.get("reasoning_parser", True):
+                    parts += [("reasoning", t) for t in tokens("\n" + said.reasoning + "\n")]
+                else:  # no reasoning parser: the model's raw think block lands in the content
+                    parts += [("content", t) for t in ["<think>", *tokens("\n" + said.reasoning + "\n"), "</think>"]]
+            if said.tool is not None:
+                name, arguments = said.tool
+                args = json.dumps(arguments, ensure_ascii=False)
+                if failure == "tool-args-truncated":
+                    args = args[: len(args) - 5]
+                calls.append({"id": f"chatcmpl-tool-{secrets.token_hex(8)}", "type": "function",
+                              "function": {"name": name, "arguments": args}})  # fmt: skip
+                parts += [("tool", t) for t in tokens(args)]
+            else:
+                parts += [("content", t) for t in tokens(("\n\n" if thinking else "") + said.content)]
+            return parts, calls
+
+        def _complete(self, request: dict[str, Any], said: Answer, thinking: bool, prompt_tokens: int) -> None:
+            parts, calls = self._parts(said, thinking)
+            completion = len(parts) + 1  # + EOS
+            reasoning = sum(1 for kind, _ in parts if kind == "reasoning")
+            cid, created = f"chatcmpl-{secrets.token_hex(8)}", int(time.time())
+            engine.add(running=1, prompt=prompt_tokens)
+            try:
+                if request.get("stream"):
+                    self._stream(request, parts, calls, cid, created, prompt_tokens, completion, reasoning)
+                    return
+                time.sleep(ttft + len(parts) / rate)
+                engine.add(generated=completion)
+                content = "".join(t for kind, t in parts if kind == "content") or None
+                body = {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": served,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": shapes.message(
+                                None if calls else content,
+                                "".join(t for kind, t in parts if kind == "reasoning") or None,
+                                calls,
+                            ),
+                            "logprobs": None,
+                            "finish_reason": "tool_calls" if calls else "stop",
+                            "stop_reason": None,
+                            "token_ids": None,
+                        }
+                    ],
+                    "service_tier": None,
+                    "system_fingerprint": None,
+                    "usage": shapes.usage(prompt_tokens, completion, reasoning),
+                    "prompt_logprobs": None,
+                    "prompt_token_ids": None,
+                    "kv_transfer_params": None,
+                }
+                self._send(200, body)
+            finally:
+                engine.add(running=-1)
+
+        def _event(self, data: Any) -> None:
+            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+            line = f"data: {text}\n\n".encode()
+            self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+            self.wfile.flush()
+
+        def _stream(
+            self,
+            request: dict[str, Any],
+            parts: list[tuple[str, str]],
+            calls: list[dict[str, Any]],
+            cid: str,
+            created: int,
+            prompt_tokens: int,
+            completion: int,
+            reasoning: int,
+        ) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+
+            def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+                choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                if finish:
+                    choice["stop_reason"] = None
+                return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,
+                        "choices": [choice]}  # fmt: skip
+
+            time.sleep(ttft)
+            first: dict[str, Any] = {"role": "assistant", "content": ""}
+            if shapes.family == "0.12":
+                first["reasoning_content"] = None
+            self._event(chunk(first))
+            tool_sent = False
+            for i, (kind, text) in enumerate(parts):
+                if failure == "stall" and i == min(5, len(parts) - 1):
+                    time.sleep(3600)  # the engine stops mid-answer; the connection stays open
+                time.sleep(1 / rate)
+                engine.add(generated=1)
+                if kind == "reasoning":
+                    delta = shapes.reasoning_fields(text)
+                elif kind == "tool":
+                    fn: dict[str, Any] = {"arguments": text}
+                    call: dict[str, Any] = {"index": 0, "function": fn}
+                    if not tool_sent:
+                        call.update({"id": calls[0]["id"], "type": "function"})
+                        fn["name"] = calls[0]["function"]["name"]
+                        tool_sent = True
+                    delta = {"tool_calls": [call]}
+                else:
+                    delta = {"content": text}
+                self._event(chunk(delta))
+            engine.add(generated=1)  # EOS
+            self._event(chunk({"content": ""} if not calls else {}, "tool_calls" if calls else "stop"))
+            if (request.get("stream_options") or {}).get("include_usage"):
+                self._event({"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,
+                             "choices": [], "usage": shapes.usage(prompt_tokens, completion, reasoning)})  # fmt: skip
+            self._event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     return Handler
 
 
+def metrics_text(engine: Engine, served: str, stuck: bool) -> str:
+    """vLLM's Prometheus exposition (the names and labels of vllm/v1/metrics/loggers.py)."""
+    labels = f'{{engine="0",model_name="{served}"}}'
+    running = engine.running
+    families = [
+        ("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", running),
+        ("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", 0),
+        ("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", round(0.01 * running, 4)),
+        ("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", 0),
+        ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", engine.prompt),
+        ("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", engine.generated),
+    ]
+    lines = []
+    for name, kind, text, value in families:
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", f"{name}{labels} {float(value)}"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--config", required=True, help="JSON: served_model_name, model, max_model_len, port")
+    parser.add_argument("--config", required=True, help="JSON: the scenario's [service] with its port")
     args = parser.parse_args()
     with open(args.config, encoding="utf-8") as fh:
         cfg = json.load(fh)
-    server = ThreadingHTTPServer(("0.0.0.0", int(cfg.get("port", 20001))), make_handler(cfg))
+    delay = float(cfg.get("startup_seconds", 0))
+    if delay:
+        time.sleep(delay)  # weights loading: nothing listens yet (sim/startup.py moves memory and the logs)
+    # a stuck engine has a request in a collective that never returns: running, and nothing generated
+    engine = Engine(running=1 if cfg.get("failure") == "stuck" else 0)
+    server = ThreadingHTTPServer(("0.0.0.0", int(cfg.get("port", 20001))), make_handler(cfg, engine))
     server.daemon_threads = True
     server.serve_forever()
 

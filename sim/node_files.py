@@ -11,13 +11,15 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from gb10check.errors import SimError
-from sim import deploy
+from sim import deploy, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario, merge
 from sim.stub import TOOLS
@@ -30,7 +32,7 @@ def _sh(*args: str) -> None:
 def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
     """Everything a node boots from, under its own folder, one part at a time."""
     ports = _rdma_ports(node, scenario)
-    _write_stubs(node, ports, inventory_data)
+    _write_stubs(node, ports, scenario, inventory_data)
     _write_fake_sys(node, ports)
     _write_deployment(node, scenario, inventory_data, cluster_dir)
     _write_sshd(node, cluster_dir)
@@ -71,18 +73,21 @@ def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
     return sorted(ports, key=lambda p: p["rdma_device"].lower())
 
 
-def _write_stubs(node: SimNode, ports: list[dict[str, str]], inventory_data: dict[str, Any]) -> None:
+def _write_stubs(
+    node: SimNode, ports: list[dict[str, Any]], scenario: Scenario, inventory_data: dict[str, Any]
+) -> None:
     """The stub tools on the node's PATH, and the state they answer from (sim/stub.py)."""
     d, spec = node.dir, node.spec
     (d / "bin").mkdir(parents=True)
     shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
     state = {
         "node": node.name,
+        "kernel_log": _kernel_log(node, ports),
         "driver": _driver(node),
         "gpu_uuid": spec.gpu_uuid or "GPU-00000000-0000-0000-0000-000000000000",
         "rdma_ports": ports,
         "stubs": [stub.model_dump() for stub in spec.stubs],
-        "docker": _docker_state(node, inventory_data),
+        "docker": _docker_state(node, scenario, inventory_data),
         "perftest": {
             "version": spec.perftest_version,
             "mb_label": "MB" if spec.perftest_version == "24.01" else "MiB",
@@ -94,6 +99,36 @@ def _write_stubs(node: SimNode, ports: list[dict[str, str]], inventory_data: dic
         stub = d / "bin" / tool
         stub.write_text(f'#!/bin/sh\nexec {STUB_PYTHON} -I -S {d / "stub.py"} {d / "state.json"} {tool} "$@"\n')
         stub.chmod(0o755)
+
+
+# what dmesg shows of a GB10's boot (the kernel's formats; the version strings of DGX OS 7)
+BOOT_LOG = (
+    "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd871]",
+    "[    0.000000] Linux version 6.17.0-1014-nvidia (buildd@bos03-arm64-051) (aarch64-linux-gnu-gcc-13 "
+    "(Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #14-Ubuntu SMP PREEMPT_DYNAMIC",
+    "[    0.000000] Memory: 124510208K/125829120K available",
+    "[    5.482113] nvidia: loading out-of-tree module taints kernel.",
+)
+
+
+def pci_address(netdev: str) -> str:
+    """The PCI address a predictable netdev name encodes: enP2p1s0f0np0 -> 0002:01:00.0."""
+    m = re.match(r"en(?:P(?P<domain>\d+))?p(?P<bus>\d+)s(?P<slot>\d+)f(?P<fn>\d+)", netdev)
+    if m is None:
+        return "0000:00:00.0"
+    return f"{int(m['domain'] or 0):04x}:{int(m['bus']):02x}:{int(m['slot']):02x}.{m['fn']}"
+
+
+def _kernel_log(node: SimNode, ports: list[dict[str, Any]]) -> list[str]:
+    """The node's dmesg: its boot, each ConnectX port's probe, `Link up` for the cabled ports that came
+    up, then the scenario's own lines."""
+    lines = list(BOOT_LOG)
+    for i, port in enumerate(ports):
+        pci = pci_address(port["netdev"])
+        lines.append(f"[    {6 + i * 0.2:.6f}] mlx5_core {pci}: firmware version: 28.45.1020")
+    for i, port in enumerate(p for p in ports if p["addresses"] and not p["down"]):
+        lines.append(f"[   {12 + i * 0.3:.6f}] mlx5_core {pci_address(port['netdev'])} {port['netdev']}: Link up")
+    return lines + list(node.spec.kernel_log)
 
 
 def _driver(node: SimNode) -> dict[str, str]:
@@ -216,17 +251,24 @@ mount --bind {d}/bin /usr/local/bin
 mkdir -p {d}/etc-work
 mount -t overlay gb10sim-etc -o lowerdir=/etc,upperdir={d}/fs/etc,workdir={d}/etc-work /etc
 mount --bind {d}/fs/home /home
+mkdir -p {d}/var-systemd {d}/var-systemd-work
+mount -t overlay gb10sim-var -o lowerdir=/var/lib/systemd,upperdir={d}/var-systemd,workdir={d}/var-systemd-work \
+  /var/lib/systemd
+mkdir -p /var/lib/systemd/linger
+mount --bind {d}/linger /var/lib/systemd/linger
 {ufw}
 {sshd}
 """
     )
 
 
-def _docker_state(node: SimNode, inventory_data: dict[str, Any]) -> dict[str, Any]:
+def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any]) -> dict[str, Any]:
     """What the node's docker stub knows: images (same layers everywhere, IDs per node, as after
-    `docker load`), the vLLM container if it exists, cgroup set-up, and the GPU runtime."""
+    `docker load`), the vLLM container (running on every node while the deployment runs, unless the
+    scenario says otherwise) and its log, cgroup set-up, and the GPU runtime."""
     deployment = inventory_data.get("deployment", {})
     layers = [f"sha256:{deploy.digest(f'layer-{i}')}" for i in range(6)]
+    running = scenario.model.deployment.running and bool(deployment)
     state: dict[str, Any] = {
         "images": [
             {
@@ -236,17 +278,54 @@ def _docker_state(node: SimNode, inventory_data: dict[str, Any]) -> dict[str, An
                 "arch": "arm64",
             }
         ],
-        "container": None,
+        "container": {"name": deployment["container"], "image": deployment["image"]} if running else None,
         "gpu": "ok",
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    state = merge(state, node.spec.docker.model_dump(exclude_unset=True))
+    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra"}))
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
         state["compose"] = str(COMPOSE_BINARY)
+    if state["container"] is not None:
+        state["log_file"] = str(node.dir / "container.log")
+        state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)
+        _write_container_log(node, scenario, inventory_data, Path(state["log_file"]))
     return state
+
+
+def _write_container_log(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], path: Path) -> None:
+    """The container's log so far: a healthy start that ended minutes ago (or the scenario's own
+    lines), then the scenario's extra lines. A scenario with a startup time writes it live instead
+    (sim/startup.py)."""
+    service, docker = scenario.model.service, node.spec.docker
+    lines = list(docker.log) if docker.log is not None else []
+    if docker.log is None and not service.startup_seconds:
+        started = datetime.now(UTC) - timedelta(seconds=1200)
+        lines = vllm_logs.stamped(_startup(node, scenario, inventory_data, started), started)
+    path.write_text("".join(f"{line}\n" for line in [*lines, *docker.log_extra]))
+
+
+def startup_lines(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any]) -> list[vllm_logs.Line]:
+    """A healthy start's log lines on this node (seconds after the start, text): what sim/startup.py writes live."""
+    return _startup(node, scenario, inventory_data, datetime.now(UTC))
+
+
+def _startup(
+    node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], started: datetime
+) -> list[vllm_logs.Line]:
+    service, deployment = scenario.model.service, scenario.model.deployment
+    return vllm_logs.startup_log(
+        node.rank,
+        started,
+        version=service.vllm_version,
+        model=inventory_data.get("service", {}).get("model", ""),
+        served=service.served_model_name or "",
+        port=service.port,
+        transport=deployment.nccl_transport,
+        eager=deployment.eager,
+    )
 
 
 def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
@@ -283,6 +362,13 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
     path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
     path.write_text(deploy.render_netplan(plan))
     path.chmod(int(spec.netplan.mode, 8))
+    # the node's own logind.conf (Ubuntu's, all defaults), so the machine's own never shows through
+    for etc_path, text in {LOGIND_CONF: UBUNTU_LOGIND, **spec.etc_files}.items():
+        deploy.place(fs, etc_path).write_text(text)
+    linger = node.dir / "linger"  # mounted over /var/lib/systemd/linger by the boot script
+    linger.mkdir()
+    for user in spec.linger:
+        (linger / user).touch()
     deploy.write_passwd(fs / "etc", spec.users, unprivileged=spec.unprivileged)
     if spec.ssh_key:
         shutil.copy2(cluster_dir / "client_key", ssh_dir / "id_ed25519")
@@ -292,6 +378,8 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
             os.chown(path, deploy.UNPRIVILEGED_UID, deploy.UNPRIVILEGED_UID, follow_symlinks=False)
 
 
+LOGIND_CONF = "/etc/systemd/logind.conf"
+UBUNTU_LOGIND = "[Login]\n#KillUserProcesses=no\n#RemoveIPC=yes\n#InhibitorsMax=8192\n#SessionsMax=8192\n"
 UFW_UNIT_LINK = "/etc/systemd/system/multi-user.target.wants/ufw.service"
 
 

@@ -15,8 +15,9 @@ from sim.stub import TOOLS
 
 DEPLOYMENT_USER = "lenovo"  # the field report's: what `id -un` prints on a node unless `users` says otherwise
 API_PORT = 20001  # the fake vLLM's port unless [service] port says otherwise
-# /proc/meminfo of a GB10 before vLLM starts, kB: MemTotal, little page cache (a scenario's meminfo adds to it)
-MEMINFO = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000}
+# /proc/meminfo of a GB10 before vLLM starts, kB: MemTotal, little page cache (a scenario's meminfo adds to it);
+# CmaTotal: the 32 MiB CMA area of Ubuntu's arm64 kernel configuration (CONFIG_CMA_SIZE_MBYTES=32)
+MEMINFO = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000, "CmaTotal": 32768, "CmaFree": 30720}
 
 
 class _Spec(BaseModel):
@@ -59,6 +60,7 @@ class Container(_Spec):
     status: Literal["running", "exited", "created", "restarting", "paused", "dead"] = "running"
     args: list[str] = []
     env: list[str] | None = None  # NAME=value, as docker inspect's Config.Env
+    exit_code: int = 0  # when not running
 
 
 class Docker(_Spec):
@@ -69,6 +71,9 @@ class Docker(_Spec):
     cgroup_version: Literal["1", "2"] = "2"
     images: list[Image] | None = None
     container: Container | None = None
+    image_files: dict[str, str] = {}  # path -> text: files of the deployment's image (and its container)
+    log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
+    log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
 
 
 class Ufw(_Spec):
@@ -130,6 +135,17 @@ class Node(_Spec):
     netplan: Netplan = Netplan()
     hf: Hf = Hf()
     stubs: list[Stub] = []
+    kernel_log: list[str] = []  # dmesg lines after the node's boot log ("[  123.456] ..." as dmesg prints them)
+    etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
+    linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
+
+    @field_validator("etc_files")
+    @classmethod
+    def _under_etc(cls, files: dict[str, str]) -> dict[str, str]:
+        strays = [path for path in files if not path.startswith("/etc/") or ".." in path]
+        if strays:
+            raise ValueError(f"etc_files takes paths under /etc/ only, not {strays}")
+        return files
 
     @property
     def login_user(self) -> str:
@@ -151,26 +167,41 @@ class Link(_Spec):
 
 
 class FakeApi(_Spec):
-    """[service]: what the fake vLLM on rank 0 serves."""
+    """[service]: what the fake vLLM on rank 0 serves (sim/fake_vllm.py)."""
 
-    state: Literal["ready", "loading"] = "ready"
+    # loading: the port refuses connections, as while vLLM loads weights; down: nothing serves (vLLM exited)
+    state: Literal["ready", "loading", "down"] = "ready"
     served_model_name: str | None = None
     model: str | None = None
     max_model_len: int | None = None
     port: int = Field(API_PORT, ge=1, le=65535)
     vllm_version: str = "0.12.0"
     api_key: str | None = None
+    shapes: Literal["0.11", "0.12", "0.33"] = "0.33"  # which vLLM's field names the answers use
+    reasoning_parser: bool = True  # false: the raw <think> block lands in the content
+    tool_parser: bool = True  # false: a tool call with tool_choice auto gets vLLM's 400
+    decode_tokens_per_s: float = Field(500.0, gt=0)  # real time per generated token
+    ttft_s: float = Field(0.05, ge=0)
+    failure: Literal["5xx", "garbage", "stall", "stuck", "wrong-answers", "tool-args-truncated"] | None = None
+    startup_seconds: float = Field(0, ge=0)  # weights loading before the API listens (memory falls, the log grows)
+    startup_min_available_kb: int | None = (
+        None  # MemAvailable at the end of loading (default: what a healthy start leaves)
+    )
 
 
 class Deployment(_Spec):
     compose_edits: list[tuple[str, str]] = []
     hf: Hf = Hf()
+    running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
+    nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses
+    eager: bool = False  # vLLM runs without CUDA graphs (the log's config dump says enforce_eager=True)
 
 
 class Expect(_Spec):
     """What a run against the scenario must give: the self-tests read it (selftests/e2e/test_scenarios.py)."""
 
     marker: Literal["preflight", "network", "service", "smoke"] | None = None  # None: every marker
+    args: list[str] = []  # the run's own options (`--wait-ready=30`)
     # test id (or a pattern with `*`: every test it matches) -> the hint ids its failure carries
     fails: dict[str, list[str]] = {}
     skips: dict[str, str] = {}  # test id -> a phrase of the skip's reason

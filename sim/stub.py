@@ -198,8 +198,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         }
         return json.dumps([body], indent=4) + "\n", "", 0
     if words[:2] == ["container", "inspect"]:
-        c = d.get("container")
-        if not c or c["name"] != words[2]:
+        c = _container(d, words[2])
+        if c is None:
             return "[]\n", NO_SUCH.format(what="container", ref=words[2]), 1
         running = c.get("status", "running") == "running"
         body = {
@@ -209,7 +209,7 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             "State": {
                 "Status": c.get("status", "running"),
                 "Running": running,
-                "ExitCode": 0 if running else 2,
+                "ExitCode": 0 if running else c.get("exit_code", 0),
                 "StartedAt": "2026-12-02T09:00:00.000000000Z",
             },
             "Config": {"Image": c.get("image", ""), "Env": c.get("env", CONTAINER_ENV)},
@@ -219,13 +219,77 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         ref = next((w for w in words[1:] if _image(state, w)), None)
         if ref is None:
             return "", "docker: Error response from daemon: No such image: " + words[-2] + "\n", 125
+        entrypoint = words[words.index("--entrypoint") + 1] if "--entrypoint" in words else None
+        if entrypoint == "grep":
+            return _grep(d.get("image_files", {}), words[words.index(ref) + 1 :])
         return _gpu_list(state)
+    if words[:1] == ["logs"]:
+        return _logs(d, args[1:])
+    if words[:1] == ["stop"]:
+        return _stop(d, [w for w in words[1:] if not w.startswith("-") and not w.isdigit()])
     if words[:1] == ["exec"]:
-        c = d.get("container")
+        c = _container(d, words[1])
         if not c or c.get("status", "running") != "running":
             return "", f"Error response from daemon: container {words[1]} is not running\n", 1
+        if words[2:3] == ["grep"]:
+            return _grep(d.get("image_files", {}), words[3:])
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+def _container(d: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The container by name, as it is now (a `docker stop` of the suite's watchdog has exited it)."""
+    import os
+
+    c: dict[str, Any] | None = d.get("container")
+    if not c or c["name"] != name:
+        return None
+    if d.get("stopped_file") and os.path.exists(d["stopped_file"]):
+        return {**c, "status": "exited", "exit_code": 143}  # SIGTERM: vLLM's workers exit 128 + 15
+    return c
+
+
+def _logs(d: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """docker logs [--tail N] [--timestamps|-t] NAME: the container's log file, stamped as docker stamps it."""
+    name = args[-1] if args else ""
+    if _container(d, name) is None:
+        return "", f"Error response from daemon: No such container: {name}\n", 1
+    tail = int(args[args.index("--tail") + 1]) if "--tail" in args else None
+    with open(d["log_file"], encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    lines = lines[-tail:] if tail is not None and tail > 0 else lines
+    if "--timestamps" not in args and "-t" not in args:
+        lines = [line.split(" ", 1)[1] if " " in line else line for line in lines]
+    return "".join(f"{line}\n" for line in lines), "", 0
+
+
+def _stop(d: dict[str, Any], names: list[str]) -> tuple[str, str, int]:
+    """docker stop NAME...: the container exits; the stop is recorded (the sim's self-tests read it)."""
+    out, err = [], []
+    for name in names:
+        if _container(d, name) is None:
+            err.append(f"Error response from daemon: No such container: {name}")
+            continue
+        with open(d["stopped_file"], "a", encoding="utf-8") as fh:
+            fh.write(f"stop {name} {time.time():.3f}\n")
+        out.append(name)
+    return "".join(f"{n}\n" for n in out), "".join(f"{e}\n" for e in err), 1 if err else 0
+
+
+def _grep(files: dict[str, str], args: list[str]) -> tuple[str, str, int]:
+    """grep [-H] [-s] PATTERN FILE... over the image's files (a fixed-string pattern is all the suite asks)."""
+    letters = "".join(a.lstrip("-") for a in args if a.startswith("-"))
+    pattern, *paths = [a for a in args if not a.startswith("-")]
+    out, err, missing = [], [], False
+    for path in paths:
+        if path not in files:
+            missing = True
+            if "s" not in letters:
+                err.append(f"grep: {path}: No such file or directory")
+            continue
+        out += [f"{path}:{line}" if "H" in letters else line for line in files[path].splitlines() if pattern in line]
+    rc = 2 if missing else 0 if out else 1
+    return "".join(f"{line}\n" for line in out), "".join(f"{line}\n" for line in err), rc
 
 
 # what docker puts into a vLLM image's container besides the compose's own environment
@@ -405,7 +469,13 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     return out + table, "", 0
 
 
+def dmesg(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """The kernel ring buffer as `dmesg` prints it (the node's boot log and the scenario's lines)."""
+    return "".join(f"{line}\n" for line in state["kernel_log"]), "", 0
+
+
 TOOLS = {
+    "dmesg": dmesg,
     "nvidia-smi": nvidia_smi,
     "ibdev2netdev": ibdev2netdev,
     "modinfo": modinfo,

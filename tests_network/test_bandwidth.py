@@ -63,7 +63,7 @@ class Runs:
             if container is not None and container.running:
                 pytest.skip(
                     f"the deployment's container runs on {name}: ib_write_bw would compete with NCCL for the links "
-                    "(--bandwidth runs it anyway)"
+                    "(--bandwidth, or thresholds.bandwidth_while_serving = true, runs it anyway)"
                 )
 
     def measure(self, links):
@@ -82,7 +82,8 @@ class Runs:
 
 @pytest.fixture(scope="session")
 def runs(cluster, inventory, request):
-    return Runs(cluster, inventory, request.config.stash[SETTINGS].bandwidth, shared_dir(request.config))
+    allowed = request.config.stash[SETTINGS].bandwidth or inventory.thresholds.bandwidth_while_serving
+    return Runs(cluster, inventory, allowed, shared_dir(request.config))
 
 
 def _last_lines(output):
@@ -115,6 +116,7 @@ def test_rdma_bandwidth(link, runs, evidence):
     [run] = runs.measure([link])
     if run.gbps is None:
         pytest.skip(f"no figure: the run over {link.netdev} failed ({run.failure.what}); see test_rdma_write_runs")
+    evidence.figure("bandwidth_gbps", run.gbps)
     evidence.expect(
         run.gbps >= link.min_gbps,
         what=f"RDMA write bandwidth {run.where}",
@@ -134,6 +136,9 @@ def test_rdma_bandwidth_all_links_at_once(inventory, runs, evidence):
     for run in both:
         _expect_ran(evidence, run)
     total, needed = sum(r.gbps for r in both), sum(link.min_gbps for link in links)
+    evidence.figure("bandwidth_gbps", total)
+    for run in both:
+        evidence.figure(f"bandwidth_gbps_{run.link.netdev}", run.gbps)
     evidence.expect(
         total >= needed,
         what=f"RDMA write bandwidth, {len(both)} links at once from {both[0].client}",

@@ -1,15 +1,21 @@
 """NCCL's environment against the fabric as the node has it: the socket interfaces vLLM gets
 (compose + script) are netdevs that are up, on the subnet of the master address, and not the one
-the default route leaves by (a LAN or Wi-Fi drop would then kill serving). The names mean what
-they mean to NCCL (gb10check/nccl.py)."""
+the default route leaves by (a LAN or Wi-Fi drop would then kill serving); NCCL_IB_HCA selects
+exactly the links' RDMA devices; no NCCL config file sets what the compose does not. The names
+mean what they mean to NCCL (gb10check/nccl.py)."""
 
 import ipaddress
+import shlex
 
 import pytest
 
 from gb10check import probes
-from gb10check.facts import vllm_run
-from gb10check.nccl import socket_ifname_matches
+from gb10check.errors import CommandTimeout, GB10Error, clip
+from gb10check.facts import container, vllm_run
+from gb10check.nccl import ib_hca_selects, socket_ifname_matches
+from gb10check.parallel import map_parallel
+from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
+from gb10check.probes import NCCL_CONF
 
 pytestmark = pytest.mark.network
 
@@ -48,3 +54,112 @@ def test_socket_interfaces_are_on_the_fabric(node, cluster, deployment, evidence
                     + (", the default route leaves by it" if name in leaves_by else "")
                 ),
             )
+
+
+@pytest.mark.hints("nccl-hca-incomplete")
+def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
+    """The RDMA devices NCCL_IB_HCA selects on this node, as NCCL matches it against the node's
+    devices, are exactly those of the inventory's links' netdevs: with one half of the cable NCCL
+    runs at half speed or worse; with an extra device it may route over a port that is not the
+    cable's. (Whether those ports are ACTIVE is the port checks' verdict.)"""
+    snap = node.snapshot()
+    run = vllm_run(snap, deployment, node.spec.rank)
+    ports = snap.fact(probes.RDMA_PORTS)
+    value = run.environment.get("NCCL_IB_HCA")
+    chosen = ib_hca_selects(value, ports)
+    links = {link.netdev: [p.device for p in ports.values() if link.netdev in p.netdevs] for link in inventory.links}
+    wanted = sorted({d for devices in links.values() for d in devices})
+    unplaced = [netdev for netdev, devices in links.items() if not devices]
+    inactive = [d for d in chosen if not ports[d].active]  # the port checks judge the state; said here too
+    evidence.expect(
+        chosen == wanted and not unplaced,
+        what=f"RDMA devices NCCL_IB_HCA selects ({value if value is not None else 'unset: every device'})",
+        expected=", ".join(f"{d} ({n})" for n, ds in links.items() for d in ds) or "the links' devices",
+        found=(", ".join(chosen) or "none")
+        + (f" (not ACTIVE now: {', '.join(inactive)})" if inactive else "")
+        + (f"; no RDMA device on {', '.join(unplaced)}" if unplaced else ""),
+        detail="the node has "
+        + ", ".join(f"{d} on {'/'.join(p.netdevs) or 'no netdev'}" for d, p in sorted(ports.items())),
+    )
+
+
+def _container_conf_command(deployment, environment, running):
+    """NCCL's files inside the container, in the order NCCL reads them (grep -H: path:line; -s: a
+    missing file is no error message), read where vLLM's NCCL reads them."""
+    user_file = environment.get("NCCL_CONF_FILE") or "/root/.nccl.conf"
+    files = f"{shlex.quote(user_file)} {NCCL_CONF}"
+    if running:
+        return f"docker exec {shlex.quote(deployment.container)} grep -Hs = {files}"
+    return (
+        f"docker run --rm --pull never --network none --entrypoint grep {shlex.quote(deployment.image)} -Hs = {files}"
+    )
+
+
+@pytest.fixture(scope="session")
+def container_nccl_conf(cluster, inventory, deployment):
+    """Per node: the NCCL config files the container sees (docker exec into the running container,
+    else a throwaway run of the image: never a pull), all nodes in parallel, each bounded."""
+
+    def one(name):
+        node = cluster[name]
+        try:
+            snap = node.snapshot()
+            env = vllm_run(snap, deployment, node.spec.rank).environment
+            c = container(snap)
+            running = c is not None and c.running
+            if not running and snap.fact(probes.IMAGE) is None:
+                return name, GB10Error(
+                    f"{name}: the image {deployment.image} is not on this node: its NCCL config cannot be read",
+                    hint_ids=("image-missing",),
+                )
+            command = _container_conf_command(deployment, env, running)
+            res = node.run(command, inventory.thresholds.docker_run_timeout)
+            where = f"`{command}` on {name}"
+            if res.timed_out:
+                return name, CommandTimeout(f"{where} timed out after {res.duration:.0f} s")
+            if res.rc not in (0, 1, 2) or res.stderr.strip():  # grep: 1 nothing set, 2 a file missing (-s: silent)
+                return name, GB10Error(
+                    f"{where}: exit {res.rc}: {clip(res.stderr.strip(), 300)}", hint_ids=("unexpected-output",)
+                )
+            return name, parse_conf_lines(res.stdout, where)
+        except GB10Error as exc:
+            return name, exc
+
+    cluster.gather()
+    return dict(map_parallel(one, cluster.nodes, name="gb10check-nccl-conf"))
+
+
+QUIET = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")  # settings that change what NCCL says, not does
+
+
+@pytest.mark.hints("nccl-conf-override")
+def test_no_nccl_conf_sets_hidden_variables(node, deployment, container_nccl_conf, evidence):
+    """NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then
+    /etc/nccl.conf; on the host, /etc/nccl.conf): a variable the compose leaves unset takes the
+    file's value, unseen by anyone reading the compose (NCCL_IB_DISABLE=1, NCCL_NET=Socket...)."""
+    snap = node.snapshot()
+    environment = vllm_run(snap, deployment, node.spec.rank).environment
+    inside = container_nccl_conf[node.name]
+    if isinstance(inside, GB10Error):
+        raise inside
+    host = snap.fact(probes.HOST_NCCL_CONF)
+    for where, settings in (("in the container", inside), ("on the host", host)):
+        active = [s for s in in_force(settings, environment) if s.name not in QUIET]
+        shadowed = [s for s in settings if s.name in environment]
+        files = sorted({s.path for s in settings})
+        evidence.expect(
+            not active,
+            what=f"NCCL config files {where}",
+            expected="no setting the compose's environment does not make itself",
+            found="; ".join(f"{s.path}: {s.name}={s.value}" for s in active)
+            if active
+            else (
+                f"{', '.join(files)}: only settings the environment overrides or logging ({len(settings)} line(s))"
+                if files
+                else "no NCCL config file"
+            )
+            + (f"; shadowed by the environment: {', '.join(s.name for s in shadowed)}" if shadowed else ""),
+            detail="NCCL applies a file's variable only where the environment lacks it: set it in the compose "
+            "(or remove the line) so that the compose says what NCCL does",
+            context={"path": active[0].path} if active else None,
+        )

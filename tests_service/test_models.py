@@ -1,17 +1,54 @@
-"""The API on rank 0 serves the expected model."""
+"""The API on rank 0 is up and serves the expected model: /health, /version, the model card (its
+max_model_len the same as the inventory's and the compose's --max-model-len)."""
 
 import pytest
 
-from gb10check.parsers.vllm_api import parse_models
+from gb10check.diagnosis import explain
+from gb10check.errors import GB10Error, ServiceError
+from gb10check.facts import vllm_run
+from gb10check.parsers.vllm_api import parse_models, parse_version
 
 pytestmark = pytest.mark.service
 
 
 @pytest.mark.smoke
+@pytest.mark.hints("service-unreachable")
+def test_health_and_version(api, api_node, readiness, findings, evidence):
+    if readiness is not None:  # --wait-ready: what the wait saw comes first
+        evidence.expect(
+            readiness.ready,
+            what="--wait-ready",
+            expected="/health 200 within the wait, MemAvailable above the stop threshold on every node",
+            found=f"ready after {readiness.seconds:.1f} s ({readiness.polls} polls); lowest MemAvailable "
+            + ", ".join(f"{n} {b / 2**30:.1f} GiB" for n, b in readiness.lowest.items())
+            if readiness.ready
+            else f"{readiness.why} after {readiness.seconds:.1f} s",
+            hints=(readiness.hint,) if readiness.hint else (),
+        )
+        evidence.figure("ready_seconds", readiness.seconds)
+        for name, lowest in readiness.lowest.items():
+            evidence.figure(f"mem_available_gib_{name}", lowest / 2**30)
+    try:
+        health = api.get("/health")
+        version = api.get("/version")
+    except ServiceError as exc:
+        raise explain(exc, findings) from None
+    evidence.expect(health.status == 200, what=f"GET {health.url}", expected="HTTP 200", found=f"HTTP {health.status}")
+    shown = parse_version(version.text) if version.status == 200 else version.text.strip()[:120]
+    evidence.expect(
+        version.status == 200, what=f"GET {version.url}", expected="HTTP 200", found=f"HTTP {version.status}: {shown}"
+    )
+    evidence.fact("vllm_version", shown)
+
+
+@pytest.mark.smoke
 @pytest.mark.hints("model-not-registered")
-def test_served_model(api, api_node, inventory, evidence):
+def test_served_model(api, api_node, inventory, cluster, ready, findings, evidence):
     spec = inventory.service
-    answer = api.get("/v1/models")
+    try:
+        answer = api.get("/v1/models")
+    except ServiceError as exc:
+        raise explain(exc, findings) from None
     evidence.expect(
         answer.status == 200,
         what=f"GET {answer.url}",
@@ -30,7 +67,21 @@ def test_served_model(api, api_node, inventory, evidence):
     evidence.expect(card.root == spec.model, what="model root", expected=spec.model, found=card.root)
     evidence.expect(
         card.max_model_len == spec.max_model_len,
-        what="max_model_len",
+        what="max_model_len (the inventory's)",
         expected=spec.max_model_len,
         found=card.max_model_len,
+    )
+    if inventory.deployment is None:
+        return
+    try:
+        run = vllm_run(cluster.snapshot(api_node.node), inventory.deployment, 0)
+    except GB10Error:
+        return  # an unreadable compose fails the preflight checks; the card was still judged above
+    flag = run.value("--max-model-len")
+    evidence.expect(
+        flag is None or str(card.max_model_len) == flag,
+        what="max_model_len (the compose's --max-model-len on rank 0)",
+        expected=flag or "unset (the model's own)",
+        found=card.max_model_len,
+        hints=("max-model-len-mismatch",),
     )

@@ -92,6 +92,7 @@ class Container:
     image: str | None
     args: tuple[str, ...]
     started_at: str | None
+    exit_code: int | None = None
 
 
 def parse_container_inspect(text: str) -> Container | None:
@@ -112,6 +113,7 @@ def parse_container_inspect(text: str) -> Container | None:
         image=(c.get("Config") or {}).get("Image"),
         args=tuple(c.get("Args") or ()),
         started_at=state.get("StartedAt"),
+        exit_code=state.get("ExitCode") if isinstance(state.get("ExitCode"), int) else None,
     )
 
 

@@ -10,6 +10,7 @@ commands gb10check/bandwidth.py writes). The opt-in `docker stop` will join this
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -44,6 +45,11 @@ READS = [
     rf"ping -n -c \d+ -i [\d.]+ -W \d+ -M do -s \$\(\( \$\(cat /sys/class/net/{PATH}/mtu\) - 28 \)\) -I {PATH} {PATH}",
     # the RDMA ports: a loop of `ls` and `grep -H .` over /sys/class/infiniband (reviewed as written)
     re.escape(probes.RDMA_PORTS.command(None)),  # type: ignore[arg-type]
+    # the kernel log: dmesg (as root) into a temp file it removes, its count and matching lines (reviewed as written)
+    *(re.escape(probes.KERNEL_LOG.command(SimpleNamespace(node=SimpleNamespace(sudo=s)))) for s in (True, False)),  # type: ignore[arg-type]
+    re.escape(probes.LINGER.command(None)),  # type: ignore[arg-type]
+    re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
+    rf"docker exec {PATH} grep -Hs = {PATH} {PATH}",
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(
@@ -53,6 +59,8 @@ FRAMED = re.compile(
 DOCUMENTED = [
     # the container-GPU check: a throwaway container with no network, removed on exit
     rf"docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
+    # NCCL's config files in the image, when its container does not run: the same kind of throwaway container
+    rf"docker run --rm --pull never --network none --entrypoint grep {PATH}(:{PATH})? -Hs = {PATH} {PATH}",
 ]
 
 

@@ -59,7 +59,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
     """Each builtin scenario states in its file what it breaks and what must fail ([expect])."""
     expect = load_scenario(scenario).expect
     assert expect is not None, f"sim/scenarios/{scenario}.toml has no [expect] table"
-    run = run_suite(tmp_path, "--sim", scenario, *_marker(expect.marker))
+    run = run_suite(tmp_path, "--sim", scenario, *_marker(expect.marker), *expect.args)
     ids = healthy_ids(expect.marker)
     expected = expected_failures(expect, ids)
     assert set(run.junit) == ids, run.out
@@ -121,12 +121,13 @@ def test_summary_records_verdicts_measurements_and_hints(tmp_path):
 
 def test_one_snapshot_round_trip_per_node(tmp_path):
     run = run_suite(tmp_path, "--sim")
-    # the snapshot, the one `docker run` of the container-GPU check, and the bandwidth runs (each link
-    # alone, then both at once: 4 clients on rank 0, 4 server starts and 4 stops on rank 1)
+    # the snapshot, the one `docker run` of the container-GPU check, the one docker command that reads
+    # NCCL's config files in the image, and the bandwidth runs (each link alone, then both at once:
+    # 4 clients on rank 0, 4 server starts and 4 stops on rank 1)
     transports = run.summary["transports"]
     assert {node: (t["connections"], t["commands"]) for node, t in transports.items()} == {
-        R0: (1, 2 + 4),
-        R1: (1, 2 + 8),
+        R0: (1, 3 + 4),
+        R1: (1, 3 + 8),
     }
     # rank 0's snapshot also logs in to rank 1 over each of the two QSFP addresses, and pings them
     assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 4 > 20

@@ -1,0 +1,148 @@
+"""The vLLM container's log (`docker logs --timestamps`), read for what it says about startup and
+the fabric. Formats from vLLM's own logger calls (reference: vllm.log_format_strings) and NCCL's.
+
+Each line starts with Docker's RFC 3339 timestamp; vLLM's own prefix ("(APIServer pid=1) INFO
+12-03 10:00:00 [file.py:12] ...", maybe wrapped in ANSI colours) follows. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from gb10check.errors import ParseError
+
+_STAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ?(?P<text>.*)$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# transformers' processor warnings every Qwen3 start prints: noise, never a fault (the field report's)
+NOISE = re.compile(r"min_frames|max_frames")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    at: datetime | None
+    text: str
+
+
+def parse_docker_log(text: str) -> list[LogLine]:
+    """`docker logs --timestamps` output: every non-empty line stamped (a line without a stamp
+    continues the previous one, as a wrapped traceback does)."""
+    out: list[LogLine] = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        m = _STAMP.match(raw)
+        if m is None:
+            if not out:
+                raise ParseError("docker logs --timestamps", "the first line has no RFC 3339 timestamp", text)
+            out.append(LogLine(out[-1].at, _ANSI.sub("", raw)))
+            continue
+        stamp = m["ts"].replace("Z", "+00:00")
+        stamp = re.sub(r"\.(\d{6})\d+", r".\1", stamp)  # Docker prints nanoseconds; Python takes micro
+        out.append(LogLine(datetime.fromisoformat(stamp), _ANSI.sub("", m["text"])))
+    return out
+
+
+@dataclass(frozen=True)
+class Milestone:
+    name: str
+    pattern: re.Pattern[str]
+    ranks: str  # "all", "leader" (rank 0), "followers"
+    graphs_only: bool = False  # logged only when CUDA graphs are captured (not in eager mode)
+
+    def expected(self, rank: int, eager: bool) -> bool:
+        if self.graphs_only and eager:
+            return False
+        return self.ranks == "all" or (self.ranks == "leader") == (rank == 0)
+
+
+# Startup as the logs show it, in order (DOMAIN: "Startup, as the logs show it")
+MILESTONES = (
+    Milestone("headless worker launched", re.compile(r"Launching vLLM.*headless"), "followers"),
+    Milestone("rank assigned", re.compile(r"rank \d+ in world size \d+ is assigned as .*TP rank \d+"), "all"),
+    Milestone("loading weights", re.compile(r"Starting to load model|Loading model from scratch"), "all"),
+    Milestone("weights loaded", re.compile(r"Model loading took [-\d.]+ GiB"), "all"),
+    Milestone("KV cache memory", re.compile(r"Available KV cache memory: [-\d.]+ GiB"), "all"),
+    Milestone("KV cache sized", re.compile(r"GPU KV cache size: [\d,]+ tokens"), "leader"),
+    Milestone("CUDA graphs captured", re.compile(r"Graph capturing finished in \d+ secs"), "leader", graphs_only=True),
+    Milestone("API serving", re.compile(r"Application startup complete"), "leader"),
+)
+
+
+@dataclass(frozen=True)
+class Reached:
+    milestone: str
+    at: datetime | None
+    line: str
+
+
+def milestones(lines: list[LogLine]) -> list[Reached]:
+    """Each milestone's first line, in the order the log reached them."""
+    out: list[Reached] = []
+    seen: set[str] = set()
+    for line in lines:
+        for m in MILESTONES:
+            if m.name not in seen and m.pattern.search(line.text):
+                seen.add(m.name)
+                out.append(Reached(m.name, line.at, line.text.strip()))
+    return out
+
+
+def expected_milestones(rank: int, eager: bool) -> list[str]:
+    return [m.name for m in MILESTONES if m.expected(rank, eager)]
+
+
+_GRAPH_MODE = re.compile(r"cudagraph_mode'?:\s*<CUDAGraphMode\.(?P<mode>\w+)")
+_EAGER = re.compile(r"enforce_eager=True")
+
+
+def graph_mode(lines: list[LogLine]) -> str | None:
+    """The CUDA graph mode vLLM reports in its config dump (NONE or enforce_eager: eager), if logged."""
+    for line in lines:
+        if _EAGER.search(line.text):
+            return "eager (enforce_eager)"
+        m = _GRAPH_MODE.search(line.text)
+        if m:
+            return m["mode"]
+    return None
+
+
+@dataclass(frozen=True)
+class NcclTransport:
+    kind: str  # "IB" or "Socket"
+    devices: tuple[str, ...]  # RDMA devices (IB) or interfaces (Socket), as NCCL names them
+    line: str
+
+
+_NET_IB = re.compile(r"NET/IB : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
+_NET_SOCKET = re.compile(r"NET/Socket : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
+_ENTRY = re.compile(r"\[\d+\](?P<name>[^:\s/]+)")
+
+
+def nccl_transport(lines: list[LogLine]) -> NcclTransport | None:
+    """The network NCCL chose, from its INFO lines (NCCL_DEBUG=INFO): `NET/IB : Using [0]dev:1/RoCE ...`
+    or `NET/Socket : Using [0]eth0:10.0.0.1<0> ...`. The last one logged wins (a restart in the log)."""
+    found = None
+    for line in lines:
+        for kind, pattern in (("IB", _NET_IB), ("Socket", _NET_SOCKET)):
+            m = pattern.search(line.text)
+            if m:
+                found = NcclTransport(kind, tuple(e["name"] for e in _ENTRY.finditer(m["list"])), line.text.strip())
+    return found
+
+
+_NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\d+\.\d+\.\d+)|NCCL version (?P<w>\d+\.\d+\.\d+)")
+
+
+def nccl_version(lines: list[LogLine]) -> str | None:
+    for line in lines:
+        m = _NCCL_VERSION.search(line.text)
+        if m:
+            return m["v"] or m["w"]
+    return None
+
+
+def meaningful_text(lines: list[LogLine]) -> str:
+    """The log as text for symptom matching, without the known noise lines."""
+    return "\n".join(line.text for line in lines if not NOISE.search(line.text))

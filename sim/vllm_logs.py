@@ -1,0 +1,102 @@
+"""What a simulated node's vLLM container logged: the startup of the field report (its milestones,
+their durations and figures), in vLLM's own formats (vllm/logger.py's prefix and the format strings
+of the reference notes), NCCL's transport line, and the transformers noise every Qwen3 start
+prints. `docker logs` (sim/stub.py) prints these lines with Docker's timestamps.
+
+A line is (seconds after the container started, text); the lines a scenario adds come after.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+Line = tuple[float, str]
+
+NCCL_VERSION = "2.27.7"
+NOISE = (
+    "[transformers] ERROR: Qwen3VLProcessor: `min_frames` is not documented in the processor's docstring",
+    "[transformers] ERROR: Qwen3VLProcessor: `max_frames` is not documented in the processor's docstring",
+)
+
+
+def _vllm(prefix: str, stamp: datetime, where: str, text: str) -> str:
+    return f"{prefix}INFO {stamp:%m-%d %H:%M:%S} [{where}] {text}"
+
+
+def startup_log(
+    rank: int,
+    started: datetime,
+    *,
+    version: str,
+    model: str,
+    served: str,
+    port: int,
+    transport: str,
+    eager: bool = False,
+) -> list[Line]:
+    """The container's log of a healthy start on this rank: weights 850.66 s on rank 0 and 300.79 s on
+    rank 1, engine init 73.57 s, graphs 5 s (the field report's figures)."""
+    load = 850.66 if rank == 0 else 300.79
+    engine = "(EngineCore_DP0 pid=187) " if rank == 0 else f"(Worker_TP{rank} pid=88) "
+    lines: list[Line] = []
+
+    def at(seconds: float, text: str, where: str = "", prefix: str = engine) -> None:
+        stamp = started + timedelta(seconds=seconds)
+        lines.append((seconds, _vllm(prefix, stamp, where, text) if where else text))
+
+    if rank == 0:
+        at(0.5, f"vLLM API server version {version}", "api_server.py:1351", "(APIServer pid=1) ")
+        mode = "eager" if eager else "<CUDAGraphMode.FULL_DECODE_ONLY: (2, 0)>"
+        at(
+            4.0,
+            f"Initializing a V1 LLM engine (v{version}) with config: model='{model}', tensor_parallel_size=2, "
+            f"enforce_eager={eager}, served_model_name={served}, compilation_config={{'mode': 0, 'cudagraph_mode': "
+            f"{mode}, 'cudagraph_capture_sizes': [1, 2, 4, 8, 16]}}",
+            "core.py:93",
+        )
+    else:
+        at(
+            0.5,
+            f"Launching vLLM (v{version}) with headless multiproc executor, head node address 169.254.94.252",
+            "serve.py:212",
+            "",
+        )
+    at(9.0, f"rank {rank} in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank {rank}, EP rank 0",
+       "parallel_state.py:1411")  # fmt: skip
+    at(9.4, f"vLLM is using nccl=={NCCL_VERSION}", "pynccl.py:111")
+    host = "thinkstationpgx-30" if rank == 0 else "thinkstationpgx-32"
+    if transport == "IB":
+        nccl = "NET/IB : Using [0]rocep1s0f0:1/RoCE [1]roceP2p1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:169.254.94.252<0>"
+    else:
+        nccl = "NET/Socket : Using [0]enp1s0f0np0:169.254.94.252<0>"
+    at(9.6, f"{host}:187:187 [0] NCCL INFO {nccl}")
+    at(10.0, f"Starting to load model {model}...", "gpu_model_runner.py:3562")
+    for noise in NOISE:
+        at(10.2, noise)
+    at(10.0 + load - 0.5, f"Loading weights took {load - 0.55:.2f} seconds", "default_loader.py:308")
+    at(10.0 + load, f"Model loading took 86.33 GiB memory and {load:.6f} seconds", "gpu_model_runner.py:3659")
+    kv = 7.62 if rank == 0 else 6.78
+    at(10.0 + load + 60.0, f"Available KV cache memory: {kv:.2f} GiB", "gpu_worker.py:375")
+    if rank != 0:
+        return lines
+    done = 10.0 + load + 73.57
+    at(done - 13.0, "GPU KV cache size: 541,401 tokens", "kv_cache_utils.py:1291")
+    at(done - 13.0, "Maximum concurrency for 262,144 tokens per request: 2.07x", "kv_cache_utils.py:1296")
+    if not eager:
+        at(done - 1.0, "Graph capturing finished in 5 secs, took 0.36 GiB", "gpu_model_runner.py:4587")
+    at(done, "init engine (profile, create kv cache, warmup model) took 73.57 seconds", "core.py:259")
+    at(done + 1.0, f"Starting vLLM API server 0 on http://0.0.0.0:{port}", "api_server.py:1960", "(APIServer pid=1) ")
+    for i, text in enumerate(
+        ("Started server process [1]", "Waiting for application startup.", "Application startup complete.")
+    ):
+        lines.append((done + 1.5 + i * 0.1, f"(APIServer pid=1) INFO:     {text}"))
+    return lines
+
+
+def stamped(lines: list[Line], started: datetime) -> list[str]:
+    """`docker logs --timestamps`: RFC 3339 with nanoseconds, UTC, then the line."""
+    out = []
+    for seconds, text in lines:
+        stamp = (started + timedelta(seconds=seconds)).astimezone(UTC)
+        out.append(f"{stamp:%Y-%m-%dT%H:%M:%S.%f}000Z {text}")
+    return out

@@ -1,0 +1,54 @@
+"""What RDMA over the fabric needs from the host beyond the links: contiguous memory the kernel
+can hand out (CmaTotal), and shared memory that outlives a logout (logind's RemoveIPC): both are
+field faults that break a TP=2 run, the second hours after it started."""
+
+import pytest
+
+from gb10check import probes
+from gb10check.facts import compose_service
+from gb10check.parsers.logind import parse_remove_ipc
+
+pytestmark = pytest.mark.network
+
+
+@pytest.mark.hints("cma-zero")
+def test_cma_reserved(node, evidence):
+    fields = node.snapshot().fact(probes.MEMINFO).fields
+    cma = fields.get("CmaTotal")
+    evidence.expect(
+        bool(cma),
+        what="CmaTotal (/proc/meminfo)",
+        expected="more than 0 kB (a contiguous memory area the kernel reserved at boot)",
+        found=f"{cma // 1024} kB" if cma is not None else "no CmaTotal line (a kernel without CMA)",
+    )
+
+
+def _workload_user(service):
+    """Who vLLM's processes run as: the compose's `user`, else root (docker's default)."""
+    user = str(service.get("user") or "").split(":")[0]
+    return user if user not in ("", "0", "root") else None
+
+
+@pytest.mark.hints("removeipc-yes")
+def test_ipc_survives_logout(node, deployment, evidence):
+    snap = node.snapshot()
+    user = _workload_user(compose_service(snap, deployment))
+    setting = parse_remove_ipc(snap.fact(probes.LOGIND))
+    if user is None:
+        evidence.expect(
+            True,
+            what="owner of vLLM's shared memory and semaphores",
+            expected="root, or an ordinary user whose IPC logind keeps",
+            found=f"root in the container (docker's default; the compose sets no user): logind never removes root's "
+            f"IPC ({setting.source})",
+        )
+        return
+    lingering = snap.fact(probes.LINGER)
+    evidence.expect(
+        not setting.enabled or user in lingering,
+        what=f"IPC of {user}, who runs vLLM (compose `user:`), at logout",
+        expected="kept: RemoveIPC=no in logind.conf, or lingering for that user (loginctl enable-linger)",
+        found=f"RemoveIPC={'yes' if setting.enabled else 'no'} ({setting.source}); lingering: "
+        + (", ".join(lingering) or "nobody"),
+        context={"workload_user": user},
+    )

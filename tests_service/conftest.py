@@ -1,0 +1,120 @@
+"""Fixtures the service checks share: the startup wait, the requests sent at once, and what the
+containers' logs say (which row of the troubleshooting table applies when the API is down)."""
+
+import contextlib
+import copy
+import time
+
+import pytest
+
+from fixtures.cluster import SETTINGS
+from fixtures.hints import CATALOGUE
+from gb10check import asks, probes, watchdog
+from gb10check.diagnosis import explain, log_findings
+from gb10check.errors import GB10Error, ServiceError
+from gb10check.parallel import map_parallel
+
+
+def _progress_writer(config):
+    """One progress line, past pytest's output capture: rewritten in place on a terminal, else a line
+    every 15 s."""
+    writer = config.get_terminal_writer()
+    capture = config.pluginmanager.getplugin("capturemanager")
+    last = [0.0]
+
+    def progress(line):
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            if writer.hasmarkup:
+                writer.write("\r" + line[: writer.fullwidth - 1].ljust(writer.fullwidth - 1), flush=True)
+            elif time.monotonic() - last[0] >= 15:
+                last[0] = time.monotonic()
+                writer.line(f"gb10check: {line}")
+
+    return progress
+
+
+@pytest.fixture(scope="session")
+def service_snapshots(cluster, readiness):
+    """Each node's container and its log: the session's snapshot, or read again after a --wait-ready
+    (the snapshot was taken before the wait), nodes in parallel."""
+    reads = (probes.CONTAINER, probes.DOCKER_LOGS)
+    if readiness is None:
+        cluster.gather()
+        return {name: node.snapshot() for name, node in cluster.nodes.items()}
+    fresh = map_parallel(lambda node: node.read_now(reads), cluster.nodes.values(), name="gb10check-logs")
+    return dict(zip(cluster.nodes, fresh, strict=True))
+
+
+@pytest.fixture(scope="session")
+def findings(service_snapshots, request):
+    return log_findings(service_snapshots, request.config.stash[CATALOGUE])
+
+
+@pytest.fixture(scope="session")
+def readiness(request, api, cluster, inventory, deployment):
+    """--wait-ready: the wait, once per session, its record for the reports (None without the flag)."""
+    settings = request.config.stash[SETTINGS]
+    if not settings.wait_ready:
+        return None
+    seen = watchdog.wait_ready(
+        api,
+        cluster,
+        deployment,
+        settings.wait_ready,
+        inventory.thresholds.stop_mem_available_gib,
+        settings.stop_on_low_memory,
+        _progress_writer(request.config),
+    )
+    if request.config.get_terminal_writer().hasmarkup:
+        request.config.get_terminal_writer().line("")
+    return seen
+
+
+@pytest.fixture(scope="session")
+def ready(readiness, findings):
+    """Every request check needs the service up: a failed wait fails them all with its one line."""
+    if readiness is not None and not readiness.ready:
+        raise explain(ServiceError(f"not ready: {readiness.why}", hint_ids=(readiness.hint,)), findings)
+    return readiness
+
+
+@pytest.fixture(scope="session")
+def answers(api, inventory, ready, findings):
+    """The independent requests of the checks, sent at once (the server batches them): name -> the
+    reply, or the ServiceError (with what the logs say) that stood in its place."""
+    model = inventory.service.served_model_name
+
+    def one(ask):
+        try:
+            call = api.stream if ask.stream else api.chat
+            return ask.name, call(**ask.request(model))
+        except ServiceError as exc:
+            return ask.name, explain(exc, findings)
+        except GB10Error as exc:
+            return ask.name, exc
+
+    return dict(map_parallel(one, asks.TOGETHER, name="gb10check-ask"))
+
+
+@pytest.fixture
+def answer(answers):
+    """`answer(ask)`: its reply; a request that got no answer fails the check with that one line."""
+
+    def get(ask):
+        reply = answers[ask.name]
+        if isinstance(reply, GB10Error):
+            raise copy.copy(reply)
+        return reply
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def decode_reply(api, inventory, answers, findings):
+    """The decode-speed request, alone (after the others have finished: they would share its steps)."""
+    try:
+        return api.stream(**asks.DECODE.request(inventory.service.served_model_name))
+    except ServiceError as exc:
+        return explain(exc, findings)
+    except GB10Error as exc:
+        return exc

@@ -1,0 +1,139 @@
+"""The model answers correctly, and under load: a small canary of questions with one checkable
+answer each (arithmetic, a fact, a JSON shape) at temperature 0: a broken quantization or tensor-
+parallel layout answers fluently and wrongly, which every other check passes. Then as many requests
+at once as --max-num-seqs admits (capped by service.max_concurrent_requests), each completing with
+its usage. --soak=MINUTES keeps that load and fails the moment generated tokens stop advancing."""
+
+import threading
+import time
+
+import pytest
+
+from fixtures.cluster import SETTINGS
+from gb10check import asks
+from gb10check.diagnosis import expect_answered, explain
+from gb10check.errors import GB10Error, ServiceError
+from gb10check.facts import vllm_run
+from gb10check.parallel import map_parallel
+from gb10check.parsers.vllm_metrics import parse_vllm_metrics
+
+pytestmark = pytest.mark.service
+
+VLLM_DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default when the command does not set --max-num-seqs
+
+
+@pytest.mark.hints("model-answers-wrong")
+@pytest.mark.parametrize("canary", asks.CANARIES, ids=[c.ask.name.removeprefix("canary-") for c in asks.CANARIES])
+def test_canary_answer(api_node, canary, answer, evidence):
+    reply = answer(canary.ask)
+    expect_answered(evidence, reply.status, reply.error, f"chat completion ({canary.ask.prompt!r})")
+    evidence.expect(
+        canary.correct(reply.content),
+        what=f"the answer to {canary.ask.prompt!r} (temperature 0)",
+        expected=canary.expected,
+        found=repr(reply.content.strip()[:160]) or "an empty answer",
+    )
+
+
+def _concurrency(cluster, inventory):
+    """--max-num-seqs of rank 0's command (vLLM's default when unset), capped by the inventory."""
+    seqs, where = VLLM_DEFAULT_MAX_NUM_SEQS, "vLLM's default"
+    if inventory.deployment is not None:
+        try:
+            run = vllm_run(cluster.snapshot(inventory.api_node.name), inventory.deployment, 0)
+            value = run.value("--max-num-seqs")
+            if value is not None and value.isdigit():
+                seqs, where = int(value), "--max-num-seqs"
+        except GB10Error:
+            pass  # the compose's own checks say why it cannot be read
+    cap = inventory.service.max_concurrent_requests
+    return min(seqs, cap), f"{where} {seqs}" + (
+        f", capped at service.max_concurrent_requests {cap}" if seqs > cap else ""
+    )
+
+
+@pytest.mark.hints("load-requests-failed")
+def test_concurrent_requests_complete(api_node, api, cluster, inventory, ready, answers, findings, evidence):
+    n, why = _concurrency(cluster, inventory)
+    request = asks.Ask("load", "Count from 1 to 20, separated by commas.", thinking=False, max_tokens=128)
+
+    def one(_):
+        try:
+            reply = api.chat(**request.request(inventory.service.served_model_name))
+        except GB10Error as exc:
+            return exc
+        if reply.status != 200:
+            return f"HTTP {reply.status}: {reply.error[:120]}"
+        return "" if reply.usage.get("completion_tokens") else "no usage"
+
+    start = time.monotonic()
+    outcomes = map_parallel(one, range(n), name="gb10check-load")
+    seconds = time.monotonic() - start
+    errors = [o for o in outcomes if isinstance(o, ServiceError)]
+    if len(errors) == n:  # no request got an answer: the API is down, not overloaded
+        raise explain(errors[0], findings)
+    failures = [o if isinstance(o, str) else f"no answer: {str(o)[:120]}" for o in outcomes if o]
+    evidence.figure("load_seconds", seconds)
+    evidence.expect(
+        not failures,
+        what=f"{n} requests at once ({why})",
+        expected="each completes with its usage",
+        found=f"{n - len(failures)} of {n} completed in {seconds:.1f} s"
+        + (f"; {len(failures)} failed, e.g. {failures[0]}" if failures else ""),
+    )
+
+
+def _generated(api):
+    answer = api.get("/metrics")
+    return parse_vllm_metrics(answer.text) if answer.status == 200 else None
+
+
+@pytest.mark.hints("engine-stuck")
+def test_soak(api_node, request, api, cluster, inventory, evidence):
+    minutes = request.config.stash[SETTINGS].soak_minutes
+    if not minutes:
+        pytest.skip("no --soak=MINUTES: the steady-load run is the nightly's (opt-in)")
+    request.getfixturevalue("ready")
+    n, why = _concurrency(cluster, inventory)
+    stop = threading.Event()
+    done, failed = [0], []
+    ask = asks.Ask("soak", "Count from 1 to 40, separated by commas.", thinking=False, max_tokens=256)
+
+    def worker(_):
+        while not stop.is_set():
+            try:
+                reply = api.chat(**ask.request(inventory.service.served_model_name))
+                done[0] += 1 if reply.status == 200 else 0
+                if reply.status != 200:
+                    failed.append(f"HTTP {reply.status}: {reply.error[:100]}")
+            except GB10Error as exc:
+                failed.append(str(exc)[:160])
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    stall = max(30.0, inventory.service.read_timeout * 2)  # tokens must move within this, under load
+    end, last, last_change = time.monotonic() + minutes * 60, None, time.monotonic()
+    verdict = ""
+    try:
+        while time.monotonic() < end and not verdict:
+            time.sleep(5)
+            try:
+                m = _generated(api)
+            except ServiceError as exc:
+                verdict = f"/metrics did not answer: {exc}"
+                break
+            if m is not None and m.generation_tokens != last:
+                last, last_change = m.generation_tokens, time.monotonic()
+            elif time.monotonic() - last_change > stall:
+                verdict = f"no token generated for {stall:g} s with {m.running if m else '?'} request(s) running"
+    finally:
+        stop.set()
+    evidence.figure("soak_requests", done[0])
+    evidence.expect(
+        not verdict and not failed,
+        what=f"steady load for {minutes:g} min ({n} at once, {why})",
+        expected="tokens keep advancing, every request answered",
+        found=verdict
+        or (f"{len(failed)} request(s) failed, e.g. {failed[0]}" if failed else f"{done[0]} requests answered"),
+    )

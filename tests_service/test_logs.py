@@ -1,0 +1,114 @@
+"""What each node's vLLM container logged (docker logs, in the snapshot): its startup reached
+serving, milestone by milestone (which came last, how long each took, the graph mode in force);
+no fault of the troubleshooting table (the catalogue's symptoms; the known noise lines are not
+faults); NCCL on RDMA over the inventory's devices, not on sockets; no NCCL version known to
+deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
+
+import pytest
+
+from gb10check import probes
+from gb10check.facts import container
+from gb10check.parsers.vllm_log import expected_milestones, graph_mode, milestones, nccl_transport, nccl_version
+
+pytestmark = pytest.mark.service
+
+# NCCL 2.28.9 could deadlock under CUDA graphs across nodes; 2.30.4 fixed it
+NCCL_GRAPH_DEADLOCK = ((2, 28, 9), (2, 30, 4))
+
+
+def _log(node, deployment, service_snapshots, evidence):
+    snap = service_snapshots[node.name]
+    c = container(snap)
+    evidence.expect(
+        c is not None,
+        what=f"container {deployment.container}",
+        expected="present (docker compose up on every node)",
+        found=f"{c.status}" if c is not None else "no such container",
+        hints=("container-missing",),
+    )
+    return c, snap.fact(probes.DOCKER_LOGS)
+
+
+def _seconds(a, b):
+    return f"{(b - a).total_seconds():.0f} s" if a is not None and b is not None else "?"
+
+
+@pytest.mark.hints("startup-incomplete")
+def test_startup_reached_serving(node, deployment, service_snapshots, findings, evidence):
+    c, lines = _log(node, deployment, service_snapshots, evidence)
+    mode = graph_mode(lines)
+    eager = mode is not None and mode.startswith(("eager", "NONE"))
+    reached = milestones(lines)
+    want = expected_milestones(node.spec.rank, eager)
+    got = [r.milestone for r in reached]
+    missing = [m for m in want if m not in got]
+    steps = ", ".join(
+        f"{r.milestone} (+{_seconds(reached[i - 1].at if i else None, r.at)})" if i else r.milestone
+        for i, r in enumerate(reached)
+    )
+    evidence.fact("graph_mode", mode or "not logged")
+    if reached and reached[0].at and reached[-1].at:
+        evidence.figure("startup_seconds", (reached[-1].at - reached[0].at).total_seconds())
+    mine = [f for f in findings if f.node == node.name]
+    evidence.expect(
+        not missing and c.running,
+        what=f"startup of {c.name} (rank {node.spec.rank}; {c.status})",
+        expected=" -> ".join(want),
+        found=(steps or "no milestone")
+        + (f"; not reached: {', '.join(missing)}" if missing else "")
+        + ("" if c.running else f"; the container {c.status} (exit {c.exit_code})"),
+        detail="; ".join(f"the log shows [{f.hint}]: {f.line[:200]}" for f in mine),
+        hints=tuple(f.hint for f in mine),
+    )
+
+
+@pytest.mark.hints("unexpected-output")
+def test_log_names_no_known_fault(node, deployment, service_snapshots, findings, evidence):
+    _, lines = _log(node, deployment, service_snapshots, evidence)
+    mine = [f for f in findings if f.node == node.name]
+    evidence.expect(
+        not mine,
+        what="the container log against the troubleshooting catalogue's symptoms",
+        expected="no known fault (the transformers min_frames/max_frames lines are noise)",
+        found="; ".join(f"[{f.hint}] {f.line[:200]}" for f in mine) or f"none in {len(lines)} lines",
+        hints=tuple(f.hint for f in mine),
+    )
+
+
+@pytest.mark.hints("nccl-using-sockets")
+def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence):
+    _, lines = _log(node, deployment, service_snapshots, evidence)
+    found = nccl_transport(lines)
+    if found is None:
+        pytest.skip(
+            f"{node.name}'s log does not say which network NCCL chose (NCCL_DEBUG=INFO in the compose prints it)"
+        )
+    devices = sorted(link.rdma_device for link in inventory.links)
+    evidence.fact("nccl_transport", f"NET/{found.kind} {', '.join(found.devices)}")
+    evidence.expect(
+        found.kind == "IB" and sorted(found.devices) == devices,
+        what="NCCL's network (its NET/ line)",
+        expected=f"NET/IB on {', '.join(devices)}",
+        found=found.line[:200],
+    )
+
+
+def _version(text):
+    return tuple(int(p) for p in text.split(".")[:3])
+
+
+@pytest.mark.hints("nccl-cudagraph-deadlock")
+def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence):
+    _, lines = _log(node, deployment, service_snapshots, evidence)
+    version, mode = nccl_version(lines), graph_mode(lines)
+    if version is None:
+        pytest.skip(f"{node.name}'s log does not name the NCCL version (`vLLM is using nccl==` is logged at startup)")
+    evidence.fact("nccl_version", version)
+    low, high = NCCL_GRAPH_DEADLOCK
+    graphs = mode is not None and not mode.startswith(("eager", "NONE"))
+    evidence.expect(
+        not (low <= _version(version) < high and graphs),
+        what="NCCL version with the graph mode in force",
+        expected="not 2.28.9 up to 2.30.3 with CUDA graphs (a deadlock fixed in 2.30.4)",
+        found=f"nccl {version}, graph mode {mode or 'not logged'}",
+    )

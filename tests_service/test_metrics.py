@@ -1,0 +1,68 @@
+"""vLLM's /metrics: the Prometheus text parses, KV-cache usage (either of its names), requests
+running and waiting and preemptions are recorded; and the engine is alive: /health answers 200
+while a rank is stuck in a collective, so liveness is proven by vllm:generation_tokens_total
+advancing across a request of the suite's own."""
+
+import time
+
+import pytest
+
+from gb10check import asks
+from gb10check.diagnosis import expect_answered, explain
+from gb10check.errors import ServiceError
+from gb10check.parsers.vllm_metrics import parse_vllm_metrics
+
+pytestmark = pytest.mark.service
+
+ALIVE = asks.Ask("alive", "Count from 1 to 10, separated by commas.", thinking=False, max_tokens=64)
+
+
+def _metrics(api, findings, evidence):
+    try:
+        answer = api.get("/metrics")
+    except ServiceError as exc:
+        raise explain(exc, findings) from None
+    evidence.expect(answer.status == 200, what=f"GET {answer.url}", expected="HTTP 200", found=f"HTTP {answer.status}")
+    return parse_vllm_metrics(answer.text)
+
+
+@pytest.mark.hints("unexpected-output")
+def test_metrics_read(api_node, api, ready, findings, evidence):
+    m = _metrics(api, findings, evidence)
+    evidence.figure("kv_cache_usage", m.kv_cache_usage)
+    evidence.figure("requests_running", m.running)
+    evidence.figure("requests_waiting", m.waiting)
+    evidence.figure("preemptions", m.preemptions)
+    evidence.expect(
+        m.kv_cache_usage is not None,
+        what="KV-cache usage (vllm:kv_cache_usage_perc, or vllm:gpu_cache_usage_perc before vLLM 0.10)",
+        expected="reported",
+        found=f"{m.kv_cache_usage:.2%} ({m.kv_cache_metric})" if m.kv_cache_usage is not None else "neither metric",
+    )
+
+
+@pytest.mark.hints("engine-stuck")
+def test_engine_generates(api_node, api, inventory, ready, answers, findings, evidence):
+    before = _metrics(api, findings, evidence)
+    start = time.monotonic()
+    try:
+        reply = api.chat(**ALIVE.request(inventory.service.served_model_name))
+        stuck = ""
+    except ServiceError as exc:
+        reply, stuck = None, str(exc)
+    after = _metrics(api, findings, evidence)
+    if reply is not None:
+        expect_answered(evidence, reply.status, reply.error, f"chat completion ({ALIVE.prompt!r})")
+    advanced = after.generation_tokens - before.generation_tokens
+    evidence.figure("liveness_seconds", time.monotonic() - start)
+    evidence.expect(
+        reply is not None and reply.status == 200 and advanced >= (reply.usage.get("completion_tokens") or 1),
+        what="vllm:generation_tokens_total across one request of the suite's",
+        expected="advances by at least the request's completion tokens",
+        found=(
+            f"+{advanced:g} tokens for a reply of {reply.usage.get('completion_tokens')} (HTTP {reply.status})"
+            if reply is not None
+            else f"+{advanced:g} tokens with {after.running:g} request(s) running: {stuck}"
+        ),
+        detail="/health still answers 200 while a rank waits in a collective: look at both nodes' logs and NCCL",
+    )

@@ -1,0 +1,69 @@
+"""Reasoning as the deployment's users get it: with thinking on (Qwen3's default) the reasoning comes
+apart from the answer (`message.reasoning`, or `reasoning_content` before vLLM 0.16: either is
+accepted, and the one used is recorded), the answer is right and complete; with thinking off, no
+reasoning and no <think> in the answer. A raw <think> block in the content means the server runs
+without a reasoning parser."""
+
+import re
+
+import pytest
+
+from gb10check import asks
+from gb10check.diagnosis import expect_answered
+from gb10check.parsers.vllm_api import reasoning_of, reasoning_tokens
+
+pytestmark = pytest.mark.service
+
+THINK = re.compile(r"</?think>")
+
+
+@pytest.mark.hints("reasoning-parser-missing")
+def test_reasoning_when_thinking(api_node, answer, evidence):
+    reply = answer(asks.REASONING)
+    expect_answered(evidence, reply.status, reply.error, f"chat completion ({asks.REASONING.prompt!r}, thinking on)")
+    content, reasoning = reply.content, reasoning_of(reply.message)
+    evidence.expect(
+        not THINK.search(content),
+        what="the answer's content",
+        expected="no <think> tags (the reasoning parser takes them out)",
+        found=f"raw {THINK.search(content)[0]} in the content: {content[:120]!r}" if THINK.search(content) else "none",
+    )
+    evidence.expect(
+        bool(reasoning.text),
+        what="reasoning (message.reasoning or message.reasoning_content)",
+        expected="present",
+        found=f"{len(reasoning.text)} characters in {' and '.join(reasoning.fields)}" if reasoning.fields else "absent",
+    )
+    evidence.fact("reasoning_field", " and ".join(reasoning.fields) or "none")
+    tokens = reasoning_tokens(reply.usage)
+    completion = reply.usage.get("completion_tokens")
+    evidence.expect(
+        tokens is None or (isinstance(completion, int) and 0 < tokens < completion),
+        what="usage.completion_tokens_details.reasoning_tokens",
+        expected="absent (vLLM < 0.28), or between 0 and completion_tokens",
+        found=f"{tokens} of {completion}" if tokens is not None else f"absent ({completion} completion tokens)",
+    )
+    cut_short = reply.finish_reason == "length"
+    evidence.expect(
+        re.search(r"(?<!\d)6(?!\d)", content) is not None and reply.finish_reason == "stop",
+        what="the answer",
+        expected="says 6, finish_reason stop",
+        found=f"{content.strip()[:120]!r}, finish_reason {reply.finish_reason}",
+        hints=("answer-cut-short",) if cut_short else ("model-answers-wrong",),
+    )
+
+
+@pytest.mark.hints("reasoning-parser-missing")
+def test_no_reasoning_when_thinking_off(api_node, answer, evidence):
+    reply = answer(asks.THINKING_OFF)
+    expect_answered(
+        evidence, reply.status, reply.error, f"chat completion ({asks.THINKING_OFF.prompt!r}, enable_thinking false)"
+    )
+    reasoning = reasoning_of(reply.message)
+    evidence.expect(
+        not reasoning.text and not THINK.search(reply.content),
+        what="reasoning with thinking off",
+        expected="none: no reasoning field, no <think> in the content",
+        found=(f"reasoning in {', '.join(reasoning.fields)}" if reasoning.text else "no reasoning field")
+        + (", <think> in the content" if THINK.search(reply.content) else ", a plain answer"),
+    )
