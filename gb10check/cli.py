@@ -17,7 +17,8 @@ STAGES = {
     "network": ("network", "after cabling / netplan: links, RDMA ports, GIDs, reachability, bandwidth"),
     "service": ("service", "after startup: the API on rank 0"),
     "smoke": ("smoke", "after a reboot: the fast subset"),
-    "all": (None, "every check (the nightly run)"),
+    "all": (None, "every check"),
+    "nightly": (None, "every check, for a scheduled job: add --history=DIR and --prometheus=FILE"),
 }
 EXIT_CODES = """exit status:
   0  every check passed (skips, with their reasons, allowed)
@@ -27,7 +28,7 @@ EXIT_CODES = """exit status:
   4  usage or set-up error: no or bad inventory, unwritable reports folder, bad options
   5  no check was selected (a -k or -m that matches nothing)"""
 # the suite's options that take a path: made absolute here, since pytest runs from the suite
-PATH_OPTIONS = ("--cluster", "--hints", "--reports-dir", "--junitxml", "--junit-xml")
+PATH_OPTIONS = ("--cluster", "--hints", "--reports-dir", "--junitxml", "--junit-xml", "--history", "--prometheus")
 
 
 def suite_root() -> Path:

@@ -49,10 +49,16 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     return ServiceError(f"{error}; {said}", hint_ids=ids, context=error.context)
 
 
+# what an HTTP error of the API means, whatever the check asked (vLLM answers 404 only for a model it
+# does not serve); other statuses are the check's own to diagnose (a 400 for tool calling, say)
+STATUS_HINTS = {401: "api-key-rejected", 404: "model-not-registered"}
+
+
 def expect_answered(evidence: Evidence, status: int, error: str, what: str) -> None:
-    """HTTP 200, else the server's own words; a 5xx is the server failing and a 401 the API key, not
-    the check's own diagnosis."""
-    hints = ("api-server-error",) if status >= 500 else ("api-key-rejected",) if status == 401 else ()
+    """HTTP 200, else the server's own words; a 5xx is the server failing, a 401 the API key, a 404 the
+    served model's name: not the check's own diagnosis."""
+    hint = "api-server-error" if status >= 500 else STATUS_HINTS.get(status)
+    hints = (hint,) if hint else ()
     evidence.expect(
         status == 200,
         what=what,

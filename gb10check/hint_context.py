@@ -49,6 +49,7 @@ FIELDS = {
     "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",
     "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
+    "history_dir": "the --history folder of the run",
     "workload_user": "the user vLLM's processes run as (the compose's `user:`, from the failure)",
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",

@@ -30,6 +30,7 @@ class SshSettings(_Strict):
     host_key_policy: Literal["known_hosts", "accept-new"] = "known_hosts"
     known_hosts: str | None = None  # default: ~/.ssh/known_hosts and the system file
     use_ssh_config: bool = True
+    boot_timeout: float = Field(600.0, gt=0, le=7200)  # --after-boot: how long every node gets to answer SSH
 
 
 class Node(_Strict):
@@ -94,6 +95,8 @@ class ApiSpec(_Strict):
     connect_timeout: float = Field(5.0, gt=0, le=120)
     read_timeout: float = Field(15.0, gt=0, le=3600)  # the longest a stream may go silent
     max_concurrent_requests: int = Field(64, ge=1, le=1024)  # the load check's cap on --max-num-seqs
+    # --after-boot's wait for /health when --wait-ready is not given: weights load in ~850 s on the slower node
+    ready_timeout: float = Field(1200.0, gt=0, le=7200)
 
 
 class Deployment(_Strict):
@@ -118,6 +121,15 @@ class Thresholds(_Strict):
     bandwidth_while_serving: bool = False
 
 
+class HistoryRules(_Strict):
+    """[history]: how --history=DIR keeps runs and judges trends."""
+
+    keep: int = Field(60, ge=1, le=10000)  # runs kept in DIR (the oldest go first)
+    tolerance: float = Field(0.10, gt=0, lt=1)  # a figure this much worse than its median fails its trend
+    window: int = Field(7, ge=1, le=365)  # the median of the last this-many runs
+    min_runs: int = Field(3, ge=1, le=365)  # fewer earlier runs with the figure: too little history
+
+
 class Cluster(_Strict):
     name: str = "gb10"
     tensor_parallel_size: int = Field(2, ge=1)
@@ -131,6 +143,7 @@ class Inventory(_Strict):
     service: ApiSpec | None = None
     deployment: Deployment | None = None
     thresholds: Thresholds = Thresholds()
+    history: HistoryRules = HistoryRules()
     source: str = Field("<memory>", exclude=True)
 
     @model_validator(mode="after")

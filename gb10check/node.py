@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -87,6 +88,16 @@ def make_transport(spec: inv.Node, ssh: inv.SshSettings) -> Transport:
     )
 
 
+def _loggers_first() -> None:
+    """The loggers an SSH connect creates, made here in the main thread: pytest's logging plugin walks
+    the logger registry at session start, and a connect in the prefetch thread that added one then
+    would break that walk (RuntimeError: dictionary changed size during iteration)."""
+    import fabric  # noqa: F401  (its import creates invoke's and paramiko's module loggers)
+
+    for name in ("paramiko", "paramiko.transport", "paramiko.transport.sftp", "invoke", "fabric"):
+        logging.getLogger(name)
+
+
 class ClusterNodes:
     """All nodes of an inventory; snapshots gathered in parallel on first use."""
 
@@ -109,6 +120,7 @@ class ClusterNodes:
         """Start the snapshots now, in the background (while pytest collects): the first check then
         waits only for what is left of the round trip. Read-only, as the snapshot always is."""
         if self._prefetch is None and not self._gathered:
+            _loggers_first()
             self._prefetch = threading.Thread(target=self._gather, name="gb10check-prefetch", daemon=True)
             self._prefetch.start()
 

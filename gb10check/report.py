@@ -15,6 +15,10 @@ from gb10check.errors import ReportsUnwritable
 from gb10check.redact import redact, redact_tree
 from gb10check.verdict import Comparison
 
+# summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
+# or goes away; the history (gb10check/history.py) reads only runs of this version
+SCHEMA_VERSION = 1
+
 
 @dataclass
 class Row:
@@ -26,6 +30,7 @@ class Row:
     hints: list[str] = field(default_factory=list)
     message: str = ""
     duration: float = 0.0
+    link: str | None = None  # the QSFP netdev the check is about, when it is about one
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
 
@@ -41,6 +46,8 @@ class Summary:
     interruption: dict[str, str] = field(default_factory=dict)  # signal, during (stage or test id)
     # seconds: start_up (options, inventory, the sim's bring-up), session (collection and checks), snapshot
     timings: dict[str, float] = field(default_factory=dict)
+    history: dict[str, Any] = field(default_factory=dict)  # --history: regressions, recoveries, earlier runs
+    troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text, filled for this run
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -50,6 +57,7 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": SCHEMA_VERSION,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started)),
             "duration": round(time.time() - self.started, 3),
             "inventory": self.inventory,
@@ -59,6 +67,8 @@ class Summary:
             "counts": self.counts(),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "transports": self.transports,
+            **({"history": self.history} if self.history else {}),
+            "troubleshooting": self.troubleshooting,
             "checks": [asdict(r) for r in self.rows],
         }
 
@@ -80,7 +90,7 @@ class Summary:
             "| check | node | verdict | what | expected | found | hint |",
             "|---|---|---|---|---|---|---|",
         ]
-        lines[5:5] = self._measured()
+        lines[5:5] = self._changes() + self._measured()
         for r in self.rows:
             cells = [
                 r.check,
@@ -93,6 +103,16 @@ class Summary:
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         return "\n".join(lines) + "\n"
+
+    def _changes(self) -> list[str]:
+        """Against the previous run (--history): first, since they are what changed."""
+        regressions, recoveries = self.history.get("regressions", []), self.history.get("recoveries", [])
+        if not regressions and not recoveries:
+            return []
+        lines = ["## Since the previous run", ""]
+        lines += [f"- **regression**: `{c['test']}` {c['was']} -> {c['now']}" for c in regressions]
+        lines += [f"- recovery: `{c['test']}` {c['was']} -> {c['now']}" for c in recoveries]
+        return [*lines, ""]
 
     def _measured(self) -> list[str]:
         """What the checks measured and found (figures, versions), ahead of the table of checks."""

@@ -132,10 +132,11 @@ class Engine:
 
 
 class Shapes:
-    """vLLM's message and delta fields for one version family."""
+    """vLLM's fields for one version family (what selftests/unit/test_fake_vllm.py holds it to)."""
 
     def __init__(self, family: str) -> None:
         self.family = family
+        self.new = family == "0.33"
 
     def reasoning_fields(self, text: str | None) -> dict[str, Any]:
         if self.family == "0.11":
@@ -153,13 +154,35 @@ class Shapes:
             "audio": None,
             "function_call": None,
         }
-        if tool_calls or self.family != "0.33":
+        if tool_calls or not self.new:  # >= 0.25 leaves out an empty list
             msg["tool_calls"] = tool_calls
-        if self.family == "0.11":
-            msg["reasoning_content"] = reasoning
-        else:
-            msg.update({k: v for k, v in self.reasoning_fields(reasoning).items()})
-        return msg
+        return msg | self.reasoning_fields(reasoning)
+
+    def choice(self, message: dict[str, Any], finish: str) -> dict[str, Any]:
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish, "stop_reason": None,
+                  "token_ids": None}  # fmt: skip
+        return choice | ({"routed_experts": None, "weight_versions": None} if self.new else {})
+
+    def completion_tail(self) -> dict[str, Any]:
+        tail: dict[str, Any] = {"prompt_logprobs": None, "prompt_token_ids": None}
+        if self.new:
+            tail["prompt_text"] = None
+        tail["kv_transfer_params"] = None
+        if self.new:
+            tail |= {"ec_transfer_params": None, "metrics": None}
+        return tail
+
+    def delta(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A stream delta: before 0.16 the deprecated reasoning_content rides on every delta (null)."""
+        if self.new or "reasoning_content" in fields:
+            return fields
+        return fields | {"reasoning_content": None}
+
+    def first_chunk_tail(self) -> dict[str, Any]:
+        return {"prompt_token_ids": None} | ({"prompt_text": None} if self.new else {})
+
+    def chunk_tail(self) -> dict[str, Any]:
+        return {"kv_transfer_params": None} if self.new else {}
 
     def usage(self, prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
         usage: dict[str, Any] = {
@@ -168,8 +191,13 @@ class Shapes:
             "completion_tokens": completion,
             "prompt_tokens_details": None,
         }
-        if self.family == "0.33" and reasoning:
+        if self.new and reasoning:
             usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return usage
+
+    def stream_usage(self, prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+        usage = self.usage(prompt, completion, reasoning)
+        del usage["prompt_tokens_details"]  # the stream's usage chunk leaves it out
         return usage
 
 
@@ -260,6 +288,8 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 else:  # no reasoning parser: the model's raw think block lands in the content
                     parts += [("content", t) for t in ["<think>", *tokens("\n" + said.reasoning + "\n"), "</think>"]]
             if said.tool is not None:
+                if thinking and not shapes.new:  # the "\n\n" between </think> and <tool_call>: content before 0.16
+                    parts.append(("content", "\n\n"))
                 name, arguments = said.tool
                 args = json.dumps(arguments, ensure_ascii=False)
                 if failure == "tool-args-truncated":
@@ -284,31 +314,19 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 time.sleep(ttft + len(parts) / rate)
                 engine.add(generated=completion)
                 content = "".join(t for kind, t in parts if kind == "content") or None
+                message = shapes.message(
+                    None if calls else content, "".join(t for kind, t in parts if kind == "reasoning") or None, calls
+                )
                 body = {
                     "id": cid,
                     "object": "chat.completion",
                     "created": created,
                     "model": served,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": shapes.message(
-                                None if calls else content,
-                                "".join(t for kind, t in parts if kind == "reasoning") or None,
-                                calls,
-                            ),
-                            "logprobs": None,
-                            "finish_reason": "tool_calls" if calls else "stop",
-                            "stop_reason": None,
-                            "token_ids": None,
-                        }
-                    ],
+                    "choices": [shapes.choice(message, "tool_calls" if calls else "stop")],
                     "service_tier": None,
                     "system_fingerprint": None,
                     "usage": shapes.usage(prompt_tokens, completion, reasoning),
-                    "prompt_logprobs": None,
-                    "prompt_token_ids": None,
-                    "kv_transfer_params": None,
+                    **shapes.completion_tail(),
                 }
                 self._send(200, body)
             finally:
@@ -336,18 +354,20 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
 
-            def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            def chunk(delta: dict[str, Any], finish: str | None = None, first: bool = False) -> dict[str, Any]:
                 choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                if not first:
+                    choice["token_ids"] = None
                 if finish:
-                    choice["stop_reason"] = None
+                    choice = {**choice, "stop_reason": None, "token_ids": None}
+                    choice |= {"weight_versions": None} if shapes.new else {}
+                tail = shapes.first_chunk_tail() if first else shapes.chunk_tail()
                 return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,
-                        "choices": [choice]}  # fmt: skip
+                        "choices": [choice], **tail}  # fmt: skip
 
             time.sleep(ttft)
-            first: dict[str, Any] = {"role": "assistant", "content": ""}
-            if shapes.family == "0.12":
-                first["reasoning_content"] = None
-            self._event(chunk(first))
+            opening: dict[str, Any] = {"role": "assistant", "content": ""}
+            self._event(chunk(opening if shapes.new else opening | {"reasoning_content": None}, first=True))
             tool_sent = False
             for i, (kind, text) in enumerate(parts):
                 if failure == "stall" and i == min(5, len(parts) - 1):
@@ -359,19 +379,23 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 elif kind == "tool":
                     fn: dict[str, Any] = {"arguments": text}
                     call: dict[str, Any] = {"index": 0, "function": fn}
-                    if not tool_sent:
-                        call.update({"id": calls[0]["id"], "type": "function"})
-                        fn["name"] = calls[0]["function"]["name"]
+                    if not tool_sent or not shapes.new:  # before 0.16 every fragment repeats id and type
+                        call = {"id": calls[0]["id"], "type": "function", **call}
+                        fn["name"] = None if tool_sent else calls[0]["function"]["name"]
+                        fn = {"name": fn.pop("name"), **fn}
+                        call["function"] = fn
                         tool_sent = True
                     delta = {"tool_calls": [call]}
                 else:
                     delta = {"content": text}
-                self._event(chunk(delta))
+                self._event(chunk(shapes.delta(delta)))
             engine.add(generated=1)  # EOS
-            self._event(chunk({"content": ""} if not calls else {}, "tool_calls" if calls else "stop"))
+            closing = {} if calls and shapes.new else shapes.delta({"content": ""})
+            self._event(chunk(closing, "tool_calls" if calls else "stop"))
             if (request.get("stream_options") or {}).get("include_usage"):
+                usage = shapes.stream_usage(prompt_tokens, completion, reasoning)
                 self._event({"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,
-                             "choices": [], "usage": shapes.usage(prompt_tokens, completion, reasoning)})  # fmt: skip
+                             "choices": [], "usage": usage})  # fmt: skip
             self._event("[DONE]")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()

@@ -40,6 +40,13 @@ class TimedRun:
     lines: int
     junit_bytes: int
 
+    def within_output_bounds(self) -> bool:
+        """What a fault may cost, per check (the suite grows; the cost per check may not): about one
+        line of terminal output each (its short-summary line; the unreachable node's own line once),
+        plus the header and the troubleshooting section; under 1 kB of JUnit each."""
+        checks = max(len(self.run.junit), 1)
+        return self.lines < 2 * checks + 100 and self.junit_bytes < 1000 * checks
+
 
 def timed(tmp: Path, *args: str, env: dict[str, str] | None = None) -> TimedRun:
     start = time.monotonic()
@@ -188,8 +195,8 @@ def signal_sim_at(tmp: Path, stage: str, signum: int) -> Interrupted:
         body += "[inventory.thresholds]\nbandwidth_seconds = 30\n"
     if stage == "mid-snapshot":
         body += f'[[nodes.{R1}.stubs]]\ntool = "nvidia-smi"\ndelay = 120\n'
-    if stage == "mid-check":
-        body += f'[[nodes.{R1}.stubs]]\ntool = "docker"\nmatch = "--gpus"\ndelay = 120\n'
+    if stage == "mid-check":  # before start: the container-GPU check runs the image (docker run --gpus)
+        body += f'[deployment]\nrunning = false\n[[nodes.{R1}.stubs]]\ntool = "docker"\nmatch = "--gpus"\ndelay = 120\n'
     scenario = tmp / f"{stage}.toml"
     scenario.write_text(body)
     proc = start_suite(tmp, f"--sim={scenario}", "-m", marker)

@@ -52,7 +52,11 @@ def test_a_slow_link_is_a_performance_failure_only(tmp_path):
 
 
 def test_a_running_container_skips_the_run_unless_asked(tmp_path):
-    body = 'base = "healthy"\n[nodes.thinkstationpgx-32.docker.container]\nname = "vllm-qwen38"\n'
+    # before start, but rank 1's container runs; the inventory keeps the default (no bandwidth while serving)
+    body = (
+        'base = "healthy"\n[deployment]\nrunning = false\n[nodes.thinkstationpgx-32.docker.container]\n'
+        'name = "vllm-qwen38"\n[inventory.thresholds]\nbandwidth_while_serving = false\n'
+    )
     run = run_scenario(tmp_path, body, "-m", "network", "-k", "rdma_write")
     assert run.rc == 0 and set(run.skipped()) == {
         f"{BW}test_rdma_write_runs[enp1s0f0np0]",

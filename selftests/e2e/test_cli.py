@@ -31,7 +31,7 @@ def test_unknown_scenario(tmp_path):
         pytest.skip("needs root to get past the root check")
     run = run_suite(tmp_path, "--sim", "no-such-scenario")
     assert run.rc == 4
-    assert "unknown scenario 'no-such-scenario'; builtin: address-stale, bf16-weights," in run.out
+    assert "unknown scenario 'no-such-scenario'; builtin: address-stale, api-5xx, api-garbage," in run.out
 
 
 # -- the `gb10check` command ----------------------------------------------------------------------

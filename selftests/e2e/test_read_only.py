@@ -4,7 +4,8 @@ The suite records what it ran on each node, probe by probe (summary.json, transp
 each must be one of the forms below. The documented exceptions: the snapshot's temp dir with its
 trap (tested on build_script itself), `docker run --rm --network none` of the container-GPU
 check, and the bandwidth test's own short-lived processes (is_bandwidth_process: exactly the
-commands gb10check/bandwidth.py writes). The opt-in `docker stop` will join this list.
+commands gb10check/bandwidth.py writes). The opt-in `docker stop` of --stop-on-low-memory is not
+sent by such a run (selftests/e2e/test_service.py proves it is sent only with the flag).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ READS = [
     re.escape(probes.LINGER.command(None)),  # type: ignore[arg-type]
     re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
     rf"docker exec {PATH} grep -Hs = {PATH} {PATH}",
+    rf"docker logs --tail \d+ --timestamps {PATH}",
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(

@@ -141,7 +141,12 @@ def _example_contexts():
     from gb10check.probes import root_reads
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
-    extra = {"command": "nvidia-smi --query-gpu=driver_version --format=csv", "path": "/etc/netplan/40-cx7.yaml"}
+    extra = {
+        "command": "nvidia-smi --query-gpu=driver_version --format=csv",
+        "path": "/etc/netplan/40-cx7.yaml",
+        "workload_user": "1000",
+        "history_dir": "/var/lib/gb10check/history",
+    }
     return inv, [
         context_for(inv, n.name, root_reads=root_reads(["/etc/netplan/40-cx7.yaml"]), extra=extra) for n in inv.nodes
     ]
@@ -189,7 +194,7 @@ def test_the_sudoers_rule_names_exact_files_and_passes_visudo(tmp_path):
     line = str(rank1["sudoers_line"])
     assert line == (
         "lenovo ALL=(root) NOPASSWD: /usr/sbin/ufw status verbose, /usr/bin/cat /etc/ufw/user.rules, "
-        "/usr/bin/cat /etc/netplan/40-cx7.yaml"
+        "/usr/bin/dmesg, /usr/bin/cat /etc/netplan/40-cx7.yaml"
     )
     assert "*" not in line  # a sudoers wildcard matches / and spaces: cat /etc/netplan/../shadow
     first = render_command(Catalogue.load()["sudo-required"].commands[0], rank1)[0]
