@@ -98,14 +98,22 @@ options (also `pytest --help`, group gb10check):
   --cluster PATH       the inventory (default: $GB10_CLUSTER, else ./cluster.toml)
   --sim [SCENARIO]     run against the bundled simulated cluster instead (root)
   --hints FILE         your site's own hints, added to the builtin catalogue
-  --reports-dir DIR    where junit.xml, summary.md and summary.json go
+  --reports-dir DIR    where junit.xml, summary.md, summary.json and report.html go
+  --history DIR        keep each run there; regressions, recoveries and trend checks against it
+  --prometheus FILE    the run as a node_exporter textfile (atomic)
+  --after-boot         wait for every node to answer SSH (ssh.boot_timeout), then for the service
+  --wait-ready SECONDS wait for the service first, watching every node's MemAvailable
+  --stop-on-low-memory with a wait: docker stop the containers when MemAvailable falls too low
+  --bandwidth          run ib_write_bw even while the deployment's containers run
+  --soak MINUTES       a steady load that fails when tokens stop advancing
   anything else        passed to pytest as it is (-k EXPR, -x, -n 2, --junitxml=PATH, -q ...)
 
 {EXIT_CODES}
 
 examples:
   gb10check preflight --cluster /etc/gb10/cluster.toml
-  gb10check all --junitxml /var/log/gb10check/junit-$(date +%F).xml
+  gb10check smoke --after-boot
+  gb10check nightly --history /var/lib/gb10check/history --prometheus /var/lib/node_exporter/gb10check.prom
   gb10check network --sim link-down""",
     )
 

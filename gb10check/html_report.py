@@ -96,6 +96,7 @@ def plots(history: Sequence[Run], current: dict[str, float], started: str) -> li
             x_label_rotation=30,
             title=key,
             dots_size=3,
+            explicit_size=True,  # width and height on the <svg>: an inline-block figure gives it no size of its own
         )
         chart.x_labels = [s[:16].replace("T", " ") for s, _ in series]
         chart.add(key.rsplit("::", 1)[-1], [v for _, v in series])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from gb10check import inventory as inv
 from gb10check import redact
@@ -123,6 +124,26 @@ class ClusterNodes:
             _loggers_first()
             self._prefetch = threading.Thread(target=self._gather, name="gb10check-prefetch", daemon=True)
             self._prefetch.start()
+
+    def wait_for_boot(self, budget: float, progress: Callable[[str], None]) -> list[str]:
+        """--after-boot: every node reachable over SSH again, nodes in parallel, within `budget`;
+        the names of those still down (their checks then fail with how long they were waited for)."""
+        start = time.monotonic()
+        up: list[str] = []
+
+        def one(node: Node) -> str | None:
+            ok = node.transport.wait_reachable(budget)
+            if ok:
+                up.append(node.name)
+                waiting = [n for n in self.nodes if n not in up]
+                progress(
+                    f"after boot: {node.name} answers SSH after {time.monotonic() - start:.0f} s"
+                    + (f"; waiting for {', '.join(waiting)} (at most {budget:g} s)" if waiting else "")
+                )
+            return None if ok else node.name
+
+        progress(f"after boot: waiting for {', '.join(self.nodes)} to answer SSH (at most {budget:g} s)")
+        return [n for n in map_parallel(one, self.nodes.values(), name="gb10check-boot") if n]
 
     def gather(self) -> None:
         """Every node's snapshot, in parallel, once per session (later calls return at once)."""

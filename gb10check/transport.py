@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import tenacity
+
 from gb10check.errors import NodeUnreachable, TransportError
 
 KILL_GRACE = 2.0  # seconds between TERM and KILL on the node
@@ -101,6 +103,8 @@ class Transport(Protocol):
 
     def run(self, command: str, timeout: float) -> CommandResult: ...
 
+    def wait_reachable(self, budget: float) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -122,6 +126,9 @@ class LocalTransport:
     def __init__(self, name: str) -> None:
         self.name = name
         self.stats = TransportStats()
+
+    def wait_reachable(self, budget: float) -> bool:
+        return True  # the suite runs here: this node is up
 
     def run(self, command: str, timeout: float) -> CommandResult:
         self.stats.count()
@@ -290,6 +297,34 @@ class SshTransport:
         timed_out = cut_short(res.exited)
         return CommandResult(command, res.exited, res.stdout, res.stderr, time.monotonic() - start, timed_out)
 
+    def wait_reachable(self, budget: float) -> bool:
+        """After a reboot: connect again and again (backing off, at most 5 s apart) until the node
+        answers or `budget` seconds are spent; a node still down then fails every check with how long
+        it was waited for. A host key that does not match is not a node still booting: at once."""
+        start = time.monotonic()
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_still_booting),
+            stop=tenacity.stop_after_delay(budget),
+            wait=tenacity.wait_exponential(multiplier=0.25, max=5.0),
+            reraise=True,
+            sleep=time.sleep,
+        )
+        with self._lock:
+            if self._conn is not None:
+                return True
+            try:
+                self._conn = retrying(self._connect)
+                return True
+            except NodeUnreachable as exc:
+                waited = time.monotonic() - start
+                last = str(exc).removeprefix(f"{self.name} ({self.where}): ")
+                self._unreachable = NodeUnreachable(
+                    f"{self.name} ({self.where}): still unreachable after waiting {waited:.0f} s for it to boot "
+                    f"(ssh.boot_timeout {budget:g} s); the last try: {last}",
+                    hint_ids=exc.hint_ids,
+                )
+                return False
+
     def close(self) -> None:
         # Never wait for a connect in progress (an interrupted run exits at once): that thread,
         # holding the lock, is a daemon and goes with the process.
@@ -301,6 +336,11 @@ class SshTransport:
                 self._conn = None
         finally:
             self._lock.release()
+
+
+def _still_booting(exc: BaseException) -> bool:
+    """A node that does not answer yet (not one that answers with the wrong host key)."""
+    return isinstance(exc, NodeUnreachable) and not any(h.startswith("host-key") for h in exc.hint_ids)
 
 
 class _AcceptNew:

@@ -39,4 +39,4 @@ class SimNode:
     @property
     def reachable(self) -> bool:
         """sshd runs and answers (not powered off, not blackholed, not refusing)."""
-        return not (self.spec.powered_off or self.spec.blackholed or not self.spec.sshd)
+        return not (self.spec.powered_off or self.spec.blackholed or not self.spec.sshd or self.spec.boot_delay)

@@ -233,6 +233,8 @@ def _write_boot(node: SimNode) -> None:
     ufw = _ufw_commands(node)
     # sshd = false: the node is up (links, firewall) but nothing listens on port 22, so logins are refused
     sshd = f"exec {SSHD} -D -e -f {d}/sshd_config" if node.spec.sshd else "echo 'sshd: disabled'"
+    if node.spec.boot_delay:  # still booting: everything is there but sshd, which starts later
+        sshd = f"sleep {node.spec.boot_delay:g}\n{sshd}"
     (d / "boot.sh").write_text(
         f"""set -e
 hostname {hostname}

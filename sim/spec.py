@@ -122,6 +122,7 @@ class Node(_Spec):
     rdma: dict[str, RdmaPort] = {}  # netdev -> how its RDMA port differs from a healthy one
     routes: list[str] = []  # `ip route add` arguments, e.g. "default via 169.254.94.252 dev enp1s0f0np0"
     powered_off: bool = False
+    boot_delay: float = Field(0, ge=0, le=300)  # seconds after bring-up before sshd answers (a node still booting)
     blackholed: bool = False  # sshd up, its port silently drops everything
     sshd: bool = True  # false: the node is up, its SSH port refuses connections
     users: list[str] = Field([DEPLOYMENT_USER], min_length=1)

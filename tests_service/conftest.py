@@ -1,36 +1,16 @@
 """Fixtures the service checks share: the startup wait, the requests sent at once, and what the
 containers' logs say (which row of the troubleshooting table applies when the API is down)."""
 
-import contextlib
 import copy
-import time
 
 import pytest
 
-from fixtures.cluster import SETTINGS
+from fixtures.cluster import SETTINGS, progress_writer
 from fixtures.hints import CATALOGUE
 from gb10check import asks, probes, watchdog
 from gb10check.diagnosis import explain, log_findings
 from gb10check.errors import GB10Error, ServiceError
 from gb10check.parallel import map_parallel
-
-
-def _progress_writer(config):
-    """One progress line, past pytest's output capture: rewritten in place on a terminal, else a line
-    every 15 s."""
-    writer = config.get_terminal_writer()
-    capture = config.pluginmanager.getplugin("capturemanager")
-    last = [0.0]
-
-    def progress(line):
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            if writer.hasmarkup:
-                writer.write("\r" + line[: writer.fullwidth - 1].ljust(writer.fullwidth - 1), flush=True)
-            elif time.monotonic() - last[0] >= 15:
-                last[0] = time.monotonic()
-                writer.line(f"gb10check: {line}")
-
-    return progress
 
 
 @pytest.fixture(scope="session")
@@ -52,18 +32,20 @@ def findings(service_snapshots, request):
 
 @pytest.fixture(scope="session")
 def readiness(request, api, cluster, inventory, deployment):
-    """--wait-ready: the wait, once per session, its record for the reports (None without the flag)."""
+    """--wait-ready (or --after-boot: service.ready_timeout): the wait, once per session, its record
+    for the reports (None without either)."""
     settings = request.config.stash[SETTINGS]
-    if not settings.wait_ready:
+    budget = settings.wait_ready or (inventory.service.ready_timeout if settings.after_boot else None)
+    if not budget:
         return None
     seen = watchdog.wait_ready(
         api,
         cluster,
         deployment,
-        settings.wait_ready,
+        budget,
         inventory.thresholds.stop_mem_available_gib,
         settings.stop_on_low_memory,
-        _progress_writer(request.config),
+        progress_writer(request.config),
     )
     if request.config.get_terminal_writer().hasmarkup:
         request.config.get_terminal_writer().line("")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 
+import jsonschema
 import pytest
 
-from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
+from selftests.e2e.runner import PROJECT, run_scenario, run_suite, sim_leftovers
 from sim.scenario import builtin_names, load_scenario
 
 pytestmark = pytest.mark.sim
+SCHEMA = json.loads((PROJECT / "gb10check" / "summary.schema.json").read_text())
 
 DRV = "tests_preflight/test_driver.py::test_driver_versions_match"
 INSTALLED = "tests_preflight/test_driver.py::test_installed_module_is_the_loaded_one"
@@ -75,6 +78,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
     if expect.skips:
         assert set(skipped) == set(expect.skips), skipped
     assert sim_leftovers(run.pid) == []
+    jsonschema.validate(run.summary, SCHEMA)  # every scenario's summary.json has the documented shape
     # the terminal run ends with the troubleshooting section for what failed
     if expected:
         tail = run.out.split("= troubleshooting =", 1)[1]

@@ -1,0 +1,252 @@
+"""The suite run unattended for months: the nightly command across changing scenarios with its
+history (regression, trend failure, recovery), the Prometheus textfile, report.html in a real
+browser, and the systemd units that schedule it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from selftests.e2e.runner import PROJECT
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root")
+SLOW = "test_rdma_bandwidth[enP2p1s0f0np0]"
+TREND = "test_figure_trend[test_rdma_bandwidth-enP2p1s0f0np0-bandwidth_gbps]"
+
+
+def _nightly(tmp: Path, scenario: str, run: str) -> subprocess.CompletedProcess[str]:
+    """`gb10check nightly` as a timer runs it, against a scenario that trends with one earlier run."""
+    body = f'base = "{scenario}"\n[inventory.history]\nmin_runs = 1\n'
+    path = tmp / f"{run}.toml"
+    path.write_text(body)
+    command = Path(sys.executable).with_name("gb10check")
+    env = {k: v for k, v in os.environ.items() if k != "GB10_CLUSTER"}
+    return subprocess.run(
+        [str(command), "nightly", f"--sim={path}", "-k", "bandwidth", "--reports-dir", str(tmp / run),
+         "--history", str(tmp / "history"), "--prometheus", str(tmp / "gb10check.prom"), "-p", "no:cacheprovider"],
+        cwd=tmp, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _gauges(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    families = text_string_to_metric_families(path.read_text())
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+
+
+@needs_root
+@pytest.mark.sim
+def test_three_nights_show_the_regression_the_trend_and_the_recovery(tmp_path):
+    first = _nightly(tmp_path, "healthy", "night1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = _nightly(tmp_path, "link2-slow", "night2")
+    assert second.returncode == 1, second.stdout
+    third = _nightly(tmp_path, "healthy", "night3")
+    assert third.returncode == 0, third.stdout
+
+    # night 2: the slow link is a regression of its check, and its figure fails its trend
+    out = second.stdout
+    assert f"REGRESSION tests_network/test_bandwidth.py::{SLOW}: passed -> failed" in out
+    assert re.search(rf"FAILED gb10check/trends::{re.escape(TREND)}", out), out
+    md = (tmp_path / "night2" / "summary.md").read_text()
+    changes = md.split("## Since the previous run", 1)[1].split("##", 1)[0]
+    assert f"**regression**: `tests_network/test_bandwidth.py::{SLOW}` passed -> failed" in changes
+    assert md.index("## Since the previous run") < md.index("## Checks")  # listed first
+    summary = json.loads((tmp_path / "night2" / "summary.json").read_text())
+    trend = next(r for r in summary["checks"] if r["check"] == TREND)
+    assert trend["verdict"] == "failed" and trend["hints"] == ["figure-regressed"]
+    assert "40 today, 63% worse than the median 109 of the last 1 runs" in trend["message"]
+    junit = (tmp_path / "night2" / "junit.xml").read_text()
+    assert f'name="{TREND}"' in junit and "[figure-regressed]" in junit
+
+    # night 3: the recovery, listed first too; the trend is judged against the median of 109 and 40
+    assert f"RECOVERY   tests_network/test_bandwidth.py::{SLOW}: failed -> passed" in third.stdout
+    md3 = (tmp_path / "night3" / "summary.md").read_text()
+    assert f"- recovery: `tests_network/test_bandwidth.py::{SLOW}` failed -> passed" in md3
+
+    # the history holds the three runs; the .prom file the last night's values
+    assert len(list((tmp_path / "history").glob("run-*.json"))) == 3
+    gauges = _gauges(tmp_path / "gb10check.prom")
+    slow = (("check", SLOW), ("figure", "bandwidth_gbps"), ("link", "enP2p1s0f0np0"), ("node", ""))
+    assert gauges[("gb10check_figure", slow)] == 109.0
+    assert gauges[("gb10check_check_passed", (("check", SLOW), ("hint", ""), ("node", "")))] == 1.0
+    assert gauges[("gb10check_recoveries", ())] == 2.0 and gauges[("gb10check_regressions", ())] == 0.0
+    assert gauges[("gb10check_node_up", (("node", "thinkstationpgx-32"),))] == 1.0
+
+    # report.html of night 3 plots the slow link's figure over the three nights: 109, 40, 109
+    html = (tmp_path / "night3" / "report.html").read_text()
+    plot = re.search(
+        r'<figure data-figure="test_rdma_bandwidth\[enP2p1s0f0np0\]::bandwidth_gbps" data-points="3">', html
+    )
+    assert plot, "no plot of the slow link's bandwidth"
+    svg = html[plot.end() : html.index("</figure>", plot.end())]
+    values = re.findall(r'<desc class="value">([\d.]+)</desc>', svg)
+    assert values[:3] == ["109", "40", "109"], values  # the three nights, then the median line's points
+    # self-contained: nothing to fetch (no script, stylesheet or image from elsewhere; pygal's inline
+    # config script stays, its chart scripts from a CDN are left out)
+    assert not re.search(r'(src|href)="(https?:)?//', html) and not re.search(r"<script[^>]*\ssrc=", html)
+
+
+@needs_root
+@pytest.mark.sim
+def test_a_corrupt_or_foreign_file_in_the_history_is_skipped_not_deleted(tmp_path):
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "run-20260101T000000Z-1.json").write_text("{ not json")
+    (history / "notes.txt").write_text("the operator's own file")
+    (history / "run-20260102T000000Z-2.json").write_text(json.dumps({"schema_version": 99, "checks": []}))
+    proc = _nightly(tmp_path, "healthy", "night")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "gb10check: history: " in proc.stdout and "notes.txt: not a run file of gb10check (left alone)" in proc.stdout
+    )
+    assert "run-20260101T000000Z-1.json: skipped, cannot read it as a run" in proc.stdout
+    assert "found 99" in proc.stdout
+    assert {p.name for p in history.iterdir()} >= {"notes.txt", "run-20260101T000000Z-1.json"}
+
+
+def test_the_history_keeps_the_newest_runs_only(tmp_path):
+    from gb10check import history
+
+    for i in range(5):
+        (tmp_path / f"run-2026010{i + 1}T000000Z-{i}.json").write_text("{}")
+    (tmp_path / "mine.json").write_text("{}")
+    history.keep(tmp_path, {"schema_version": 1, "checks": []}, retain=3)
+    kept = sorted(p.name for p in tmp_path.glob("run-*.json"))
+    assert len(kept) == 3 and kept[0] == "run-20260104T000000Z-3.json"
+    assert (tmp_path / "mine.json").exists()  # never a file it did not write
+
+
+# -- the JSON Schema of summary.json ----------------------------------------------------------------
+def test_summary_schema_is_valid_and_strict():
+    import jsonschema
+
+    schema = json.loads((PROJECT / "gb10check" / "summary.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"schema_version": 2}, schema)
+
+
+# -- report.html in a real browser ----------------------------------------------------------------------
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser():
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (bin/setup installs them as root)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1400,2400"):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@needs_root
+@pytest.mark.sim
+def test_report_html_in_a_real_browser(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    for run in ("night1", "night2"):
+        proc = _nightly(tmp_path, "healthy" if run == "night1" else "link2-slow", run)
+        assert proc.returncode in (0, 1), proc.stdout
+    page = tmp_path / "night2" / "report.html"
+    browser.get(page.as_uri())
+    assert browser.get_log("browser") == []  # no console error, no failed fetch
+    summary = json.loads((tmp_path / "night2" / "summary.json").read_text())
+    cells = browser.find_elements(By.CSS_SELECTOR, "#grid td.cell")
+    assert len(cells) == len(summary["checks"])  # one cell per check and node
+    failing = browser.find_element(By.CSS_SELECTOR, f'td.cell.failed[data-test$="{SLOW}"]')
+    hint = failing.find_element(By.CSS_SELECTOR, "pre.hint-text")
+    assert not hint.is_displayed()
+    failing.find_element(By.TAG_NAME, "summary").click()
+    assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the link's minimum" in hint.text
+    plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure svg")
+    assert plots and all(p.size["width"] > 100 and p.size["height"] > 100 for p in plots)
+    assert all(p.find_elements(By.CSS_SELECTOR, "path") for p in plots)
+    shot = tmp_path / "report.png"
+    browser.save_screenshot(str(shot))
+    assert len(set(_png_pixels(shot.read_bytes()))) > 50  # not a blank page
+
+
+def _png_pixels(png: bytes) -> bytes:
+    """The image data of a PNG (its IDAT chunks, inflated): a blank page has a handful of byte values."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    data, at = b"", 8
+    while at < len(png):
+        length = int.from_bytes(png[at : at + 4], "big")
+        if png[at + 4 : at + 8] == b"IDAT":
+            data += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    return zlib.decompress(data)
+
+
+# -- scheduling ---------------------------------------------------------------------------------------
+def test_the_systemd_units_verify(tmp_path):
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (bin/setup installs systemd as root)")
+    units = sorted((PROJECT / "contrib" / "systemd").iterdir())
+    assert {u.name for u in units} == {"gb10check-nightly.service", "gb10check-nightly.timer",
+                                       "gb10check-after-boot.service"}  # fmt: skip
+    command = Path(sys.executable).with_name("gb10check")
+    for unit in units:  # as installed: the clone in place of /opt/gb10check, a user this machine has
+        text = unit.read_text().replace("/opt/gb10check/.venv/bin/gb10check", str(command))
+        (tmp_path / unit.name).write_text(text.replace("User=lenovo", "User=root"))
+    proc = subprocess.run(["systemd-analyze", "verify", *(str(tmp_path / u.name) for u in units)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr.strip() == "" and proc.stdout.strip() == "", proc.stderr
+    nightly = (PROJECT / "contrib" / "systemd" / "gb10check-nightly.service").read_text()
+    assert "--history=" in nightly and "--prometheus=" in nightly and "SuccessExitStatus=1" in nightly
+    boot = (PROJECT / "contrib" / "systemd" / "gb10check-after-boot.service").read_text()
+    assert "smoke --after-boot" in boot and "After=network-online.target docker.service" in boot
+
+
+def test_the_alerting_rules_name_the_metrics_the_suite_writes(tmp_path):
+    import yaml
+
+    from gb10check import prometheus
+
+    rules = yaml.safe_load((PROJECT / "contrib" / "prometheus" / "gb10check.rules.yml").read_text())
+    expressions = [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    assert len(expressions) >= 4
+    written = {f.name for f in prometheus.registry_of({"checks": [], "counts": {}}, ["n"]).collect()}
+    for expr in expressions:
+        names = set(re.findall(r"\bgb10check_[a-z_]+", expr))
+        assert names and names <= written, (expr, names - written)
+
+
+# -- the post-reboot smoke ----------------------------------------------------------------------------
+@needs_root
+@pytest.mark.sim
+def test_after_boot_waits_for_a_late_node_and_gives_up_on_a_dead_one_within_their_bounds(tmp_path):
+    from selftests.e2e.bad_day import timed
+
+    late = timed(tmp_path / "late", "--sim", "node-boots-late", "-m", "smoke", "--after-boot")
+    assert late.run.rc == 0, late.run.out
+    assert re.search(r"after boot: thinkstationpgx-32 answers SSH after [4-9] s", late.run.out), late.run.out
+    assert late.seconds < 4 + 15  # the boot, then the smoke run (a few seconds here)
+    dead = timed(tmp_path / "dead", "--sim", "node-never-boots", "-m", "smoke", "--after-boot")
+    assert dead.run.rc == 1
+    message = dead.run.junit["tests_preflight/test_driver.py::test_driver_versions_match[thinkstationpgx-32]"][
+        "message"
+    ]
+    assert re.search(r"still unreachable after waiting [3-6] s for it to boot \(ssh.boot_timeout 3 s\)", message)
+    assert dead.seconds < 3 + 2 + 15  # its budget, one connect timeout, the smoke run
