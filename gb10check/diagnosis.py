@@ -22,7 +22,8 @@ IGNORED = ("service-unreachable",)  # the API being down is the question, not an
 class Finding:
     node: str
     hint: str
-    line: str  # the log line that shows it
+    line: str  # the log line that shows it, or the container's state
+    from_log: bool = True  # False: the container's state (it exited), not a line of its log
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:
@@ -30,13 +31,16 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
     out = []
     for name, snap in snapshots.items():
         try:
-            lines = snap.fact(probes.DOCKER_LOGS) if container(snap) is not None else []
+            c = container(snap)
+            lines = snap.fact(probes.DOCKER_LOGS) if c is not None else []
         except GB10Error:
             continue  # an unreachable node, an unreadable log: their own checks say so
         for hint in catalogue.match(meaningful_text(lines)):
             if hint.id not in IGNORED:
                 line = next((ln.text for ln in lines if any(p.search(ln.text) for p in hint.symptoms)), "")
                 out.append(Finding(name, hint.id, line.strip()))
+        if c is not None and not c.running:  # after what its log says: the why comes before the what
+            out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
     return out
 
 
@@ -44,7 +48,10 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     """The API's failure with what the logs say: their hints first (the row that applies)."""
     if not findings:
         return copy.copy(error)
-    said = "; ".join(f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" for f in findings)
+    said = "; ".join(
+        f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
+        for f in findings
+    )
     ids = tuple(dict.fromkeys((*(f.hint for f in findings), *error.hint_ids)))
     return ServiceError(f"{error}; {said}", hint_ids=ids, context=error.context)
 

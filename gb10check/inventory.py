@@ -121,6 +121,18 @@ class Thresholds(_Strict):
     bandwidth_while_serving: bool = False
 
 
+class NcclTests(_Strict):
+    """[nccl_tests]: an NCCL collective between the nodes with nccl-tests (optional; absent: skipped)."""
+
+    # what runs the collective from rank 0, as the site runs it (mpirun -np 2 -H ... all_gather_perf);
+    # gb10check adds -b SIZE -e SIZE -f 2 -g 1 with SIZE bounded by the nodes' MemAvailable
+    command: str = Field(min_length=1)
+    # GB/s of bus bandwidth: NVIDIA's minimum for all_gather between two GB10 nodes (175 Gb/s)
+    min_busbw_gbs: float = Field(21.875, gt=0)
+    max_buffer_gib: float = Field(4.0, gt=0, le=64)  # never more (a 16 GiB buffer has frozen a node)
+    timeout: float = Field(300.0, gt=0, le=3600)
+
+
 class HistoryRules(_Strict):
     """[history]: how --history=DIR keeps runs and judges trends."""
 
@@ -144,6 +156,7 @@ class Inventory(_Strict):
     deployment: Deployment | None = None
     thresholds: Thresholds = Thresholds()
     history: HistoryRules = HistoryRules()
+    nccl_tests: NcclTests | None = None
     source: str = Field("<memory>", exclude=True)
 
     @model_validator(mode="after")

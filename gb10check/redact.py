@@ -39,8 +39,13 @@ _OPTION = re.compile(
 _PLAIN_WORDS = {"key", "pass", "auth", "token", "password", "secret"}
 # names that point at a secret or describe one, and hold none: host_key_policy, api_key_env, HF_TOKEN_FILE
 _NOT_A_SECRET = re.compile(r"(?i)[_-](policy|env|file|path|dir|name|type|id)$")
+# Authorization schemes: Bearer/Basic take any credential; "token" (GitHub's scheme) only a credential-like
+# one, a long run or one with a digit, so that English ("no token generated for 6 s") stays readable
 _BEARER = re.compile(
-    r"(?P<name>\b(?:Bearer|Basic|token))(?P<sep>[ \t]+)(?P<value>[A-Za-z0-9._~+/=-]{4,})", re.IGNORECASE
+    r"(?P<name>\b(?:Bearer|Basic|token))(?P<sep>[ \t]+)"
+    r"(?P<value>(?<=[Bb]earer )[A-Za-z0-9._~+/=-]{4,}|(?<=[Bb]asic )[A-Za-z0-9._~+/=-]{4,}"
+    r"|[A-Za-z0-9._~+/=-]{16,}|[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{3,})",
+    re.IGNORECASE,
 )
 _SHAPED = re.compile(r"\b(?:hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,})")
 _MIN_LITERAL = 4  # shorter registered values would mask ordinary text

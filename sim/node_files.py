@@ -83,6 +83,7 @@ def _write_stubs(
     state = {
         "node": node.name,
         "kernel_log": _kernel_log(node, ports),
+        "nccl_tests": dict(node.spec.nccl_tests),
         "driver": _driver(node),
         "gpu_uuid": spec.gpu_uuid or "GPU-00000000-0000-0000-0000-000000000000",
         "rdma_ports": ports,

@@ -474,7 +474,39 @@ def dmesg(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     return "".join(f"{line}\n" for line in state["kernel_log"]), "", 0
 
 
+NCCL_TABLE_HEAD = (
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+)
+
+
+def all_gather_perf(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """nccl-tests' all_gather_perf between the two nodes (its layout; the figure the scenario gives)."""
+    size = int(args[args.index("-b") + 1]) if "-b" in args else 1 << 30
+    nccl = state.get("nccl_tests") or {}
+    busbw = float(nccl.get("busbw_gbs", 22.5))
+    algbw = busbw * 2  # all_gather over 2 ranks: busbw = algbw * (n - 1) / n
+    usec = size / (algbw * 1e9) * 1e6
+    wrong = int(nccl.get("wrong", 0))
+    head = (
+        f"# nThread 1 nGpus 1 minBytes {size} maxBytes {size} step: 2(factor) warmup iters: 5 iters: 20 "
+        "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n"
+        "#  Rank  0 Group  0 Pid  41337 on thinkstationpgx-30 device  0 [0x01] NVIDIA GB10\n"
+        "#  Rank  1 Group  0 Pid  28814 on thinkstationpgx-32 device  0 [0x01] NVIDIA GB10\n#\n"
+    )
+    row = (
+        f"  {size:>10}  {size // 4:>12}     float    none      -1  {usec:7.1f}  {algbw:6.2f}  {busbw:6.2f}  {wrong:>5}"
+        f"  {usec:7.1f}  {algbw:6.2f}  {busbw:6.2f}  {wrong:>5}\n"
+    )
+    tail = (
+        f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}\n# Avg bus bandwidth    : {busbw:g} \n#\n"
+    )
+    return head + NCCL_TABLE_HEAD + row + tail, "", 0
+
+
 TOOLS = {
+    "all_gather_perf": all_gather_perf,
     "dmesg": dmesg,
     "nvidia-smi": nvidia_smi,
     "ibdev2netdev": ibdev2netdev,

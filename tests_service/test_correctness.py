@@ -118,12 +118,15 @@ def test_soak(api_node, request, api, cluster, inventory, evidence):
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
-    stall = max(30.0, inventory.service.read_timeout * 2)  # tokens must move within this, under load
+    # /metrics every few seconds; tokens must move within twice the read timeout (a stream may be silent
+    # that long) and three polls, under load
+    poll = min(5.0, inventory.service.read_timeout)
+    stall = max(3 * poll, 2 * inventory.service.read_timeout)
     end, last, last_change = time.monotonic() + minutes * 60, None, time.monotonic()
     verdict = ""
     try:
         while time.monotonic() < end and not verdict:
-            time.sleep(5)
+            time.sleep(poll)
             try:
                 m = _generated(api)
             except ServiceError as exc:
@@ -132,10 +135,12 @@ def test_soak(api_node, request, api, cluster, inventory, evidence):
             if m is not None and m.generation_tokens != last:
                 last, last_change = m.generation_tokens, time.monotonic()
             elif time.monotonic() - last_change > stall:
-                verdict = f"no token generated for {stall:g} s with {m.running if m else '?'} request(s) running"
+                running = f"{m.running:g}" if m else "?"
+                verdict = f"no token generated for {stall:g} s with {running} request(s) running"
     finally:
         stop.set()
     evidence.figure("soak_requests", done[0])
+    evidence.figure("soak_tokens", last or 0)
     evidence.expect(
         not verdict and not failed,
         what=f"steady load for {minutes:g} min ({n} at once, {why})",

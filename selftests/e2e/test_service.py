@@ -97,8 +97,23 @@ def test_with_the_api_down_every_api_check_names_the_row_of_the_table(tmp_path):
     api_checks = [tid for tid in failed if "test_logs.py" not in tid]
     assert len(api_checks) >= 10
     for tid in api_checks:
-        assert failed[tid] == {"follower-not-headless", "service-unreachable"}, (tid, failed[tid])
-        assert "thinkstationpgx-32's log shows [follower-not-headless]" in run.junit[tid]["message"]
+        assert failed[tid] == {"follower-not-headless", "container-exited", "service-unreachable"}, (tid, failed[tid])
+        message = run.junit[tid]["message"]
+        assert message.startswith("[follower-not-headless] [container-exited] [service-unreachable] "), message
+        assert "thinkstationpgx-32's log shows [follower-not-headless]" in message
+        assert "on thinkstationpgx-32 [container-exited] its container exited (exit 1)" in message
     # the troubleshooting section has the row once, with the follower's fix
     tail = run.out.split("= troubleshooting =", 1)[1]
     assert tail.count("[follower-not-headless] The follower node runs a full API server") == 1
+
+
+def test_the_soak_keeps_a_load_and_fails_when_tokens_stop(tmp_path):
+    ok = run_suite(tmp_path / "ok", "--sim", "-m", "service", "-k", "soak", "--soak=0.1")
+    assert ok.rc == 0, ok.out
+    row = _rows(ok)[f"test_soak[{R0}]"]
+    assert row["verdict"] == "passed" and row["figures"]["soak_requests"] > 8
+    stuck = run_suite(tmp_path / "stuck", "--sim", "engine-stuck", "-m", "service", "-k", "soak", "--soak=0.5")
+    assert stuck.failed() == {f"tests_service/test_correctness.py::test_soak[{R0}]": {"engine-stuck"}}, stuck.out
+    message = stuck.junit[f"tests_service/test_correctness.py::test_soak[{R0}]"]["message"]
+    assert re.search(r"no token generated for 6 s with [1-9]\d* request\(s\) running", message), message
+    assert stuck.summary["timings"]["session"] < 20  # it failed at the stall, not at the end of the 30 s

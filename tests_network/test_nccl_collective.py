@@ -1,0 +1,91 @@
+"""NCCL's own collective between the nodes (optional): the inventory's nccl-tests command (`[nccl_tests]`,
+e.g. mpirun ... all_gather_perf) from rank 0, with a buffer bounded by the nodes' MemAvailable (a
+16 GiB buffer has frozen a node), bounded in time; every result validated, and the bus bandwidth
+against min_busbw_gbs (a `performance` verdict). It competes with vLLM's NCCL: skipped while the
+deployment's container runs, as the bandwidth test is. Without [nccl_tests]: skipped, saying so."""
+
+import shlex
+
+import pytest
+
+from fixtures.cluster import SETTINGS
+from gb10check import facts, probes
+from gb10check.errors import CommandTimeout, GB10Error, clip
+from gb10check.fit import GIB
+from gb10check.parsers.nccl_tests import parse_nccl_test
+
+pytestmark = pytest.mark.network
+MIB = 1024**2
+SHARE = 8  # the buffer is at most this fraction of the lowest MemAvailable (send, receive and NCCL's own)
+
+
+def _buffer_bytes(cluster, inventory):
+    """The largest power-of-two MiB buffer within max_buffer_gib and 1/SHARE of the lowest MemAvailable."""
+    lowest = min(cluster.snapshot(n.name).fact(probes.MEMINFO).available for n in inventory.nodes)
+    limit = min(inventory.nccl_tests.max_buffer_gib * GIB, lowest / SHARE)
+    size = MIB
+    while size * 2 <= limit:
+        size *= 2
+    return size, lowest
+
+
+@pytest.fixture(scope="session")
+def collective(cluster, inventory, request):
+    """The one nccl-tests run of the session: (command, result, lowest MemAvailable)."""
+    cfg = inventory.nccl_tests
+    if cfg is None:
+        pytest.skip("the inventory has no [nccl_tests] (the command that runs nccl-tests from rank 0): not measured")
+    allowed = request.config.stash[SETTINGS].bandwidth or inventory.thresholds.bandwidth_while_serving
+    for node in inventory.nodes:
+        try:
+            c = facts.container(cluster.snapshot(node.name))
+        except GB10Error:
+            continue
+        if c is not None and c.running and not allowed:
+            pytest.skip(f"the deployment's container runs on {node.name}: an NCCL collective would compete with it")
+    size, lowest = _buffer_bytes(cluster, inventory)
+    command = f"{cfg.command} -b {size} -e {size} -f 2 -g 1"
+    rank0 = cluster[inventory.api_node.name]
+    res = rank0.run(command, cfg.timeout)
+    if res.timed_out:
+        raise CommandTimeout(f"{rank0.name}: `{clip(command, 200)}` did not finish within {cfg.timeout:g} s")
+    return command, res, size, lowest
+
+
+@pytest.mark.hints("nccl-tests-failed")
+def test_nccl_collective_runs(collective, evidence):
+    command, res, size, lowest = collective
+    evidence.expect(
+        res.rc == 0,
+        what=f"`{clip(command, 160)}` from rank 0 ({size // MIB} MiB buffer; lowest MemAvailable {lowest / GIB:.1f} GiB)",
+        expected="exit 0",
+        found=f"exit {res.rc}",
+        detail=clip((res.stdout + res.stderr).strip(), 400),
+        context={"command": command},
+    )
+    result = parse_nccl_test(res.stdout, shlex.split(command)[0])
+    evidence.expect(
+        result.wrong == 0 and result.out_of_bounds == 0,
+        what="the collective's results (nccl-tests' validation)",
+        expected="0 wrong, 0 out of bounds",
+        found=f"{result.wrong} wrong, {result.out_of_bounds} out of bounds over {len(result.rows)} size(s)",
+        context={"command": command},
+    )
+
+
+@pytest.mark.performance
+@pytest.mark.hints("nccl-busbw-low")
+def test_nccl_collective_bandwidth(collective, inventory, evidence):
+    command, res, size, _ = collective
+    if res.rc != 0:
+        pytest.skip("the collective failed: no figure (see test_nccl_collective_runs)")
+    result = parse_nccl_test(res.stdout, shlex.split(command)[0])
+    evidence.figure("nccl_busbw_gbs", result.avg_busbw)
+    floor = inventory.nccl_tests.min_busbw_gbs
+    evidence.expect(
+        result.avg_busbw >= floor,
+        what=f"NCCL bus bandwidth ({size // MIB} MiB, nccl-tests' average)",
+        expected=f">= {floor:g} GB/s ([nccl_tests] min_busbw_gbs; {floor * 8:g} Gb/s)",
+        found=f"{result.avg_busbw:g} GB/s ({result.avg_busbw * 8:.1f} Gb/s), peak {result.peak_busbw:g}",
+        context={"command": command},
+    )
