@@ -96,6 +96,25 @@ def floor(scenario: str) -> tuple[float, float, str, float]:
     return connect, slowest, which, cpu
 
 
+def _bandwidth(scenario: str, checks: list[dict]) -> None:
+    """What each ib_write_bw measurement cost beyond its duration (the first check to ask takes it)."""
+    seconds = 1.0  # the sim's inventory: thresholds.bandwidth_seconds = 1
+    for row in checks:
+        if row["check"].startswith("test_rdma_write_runs[") or row["check"] == "test_rdma_bandwidth_all_links_at_once":
+            print(f"    {row['check']:45} {row['duration']:.2f} s for a {seconds:g} s run: "
+                  f"{row['duration'] - seconds:.2f} s of orchestration")  # fmt: skip
+
+
+def _service(checks: list[dict], session: float) -> None:
+    """The service stage's wall time against the sum of its requests' own times (they overlap)."""
+    names = ("request_seconds", "load_seconds", "liveness_seconds")
+    spent = sum(r["figures"].get(n, 0.0) for r in checks for n in names)
+    decode = next((r for r in checks if r["check"].startswith("test_decode_speed")), None)
+    if decode is not None and decode["figures"].get("decode_tokens_per_s"):
+        spent += decode["duration"]
+    print(f"    requests: {spent:.2f} s in all, one after the other; the session {session:.2f} s (they overlap)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
@@ -130,7 +149,9 @@ def main() -> int:
                     print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
                     raise SystemExit(f"the run left no {path} (exit {proc.returncode})")
                 summary = json.loads(path.read_text())
-            rows.append((wall, summary["timings"], summary["counts"], summary["transports"], proc.returncode))
+            rows.append(
+                (wall, summary["timings"], summary["counts"], summary["transports"], proc.returncode, summary["checks"])
+            )
         session = statistics.median(r[1]["session"] for r in rows)
         print(
             f"  -m {marker:9} whole run {statistics.median(r[0] for r in rows):.2f} s; start-up "
@@ -139,6 +160,10 @@ def main() -> int:
             f"{session / the_floor:.2f}x the floor, {session / cpu_floor:.2f}x the CPU floor; "
             f"{rows[-1][2]} (exit {rows[-1][4]})"
         )
+        if marker in ("network", "all"):
+            _bandwidth(args.scenario, rows[-1][5])
+        if marker in ("service", "all"):
+            _service(rows[-1][5], rows[-1][1]["session"])
     for node, stats in rows[-1][3].items():
         print(
             f"  {node}: {stats['connections']} SSH connection(s), {stats['commands']} command(s), "

@@ -475,9 +475,11 @@ def dmesg(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
 
 
 NCCL_TABLE_HEAD = (
-    "#                                                              out-of-place                       in-place\n"
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    "     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+    "            (us)  (GB/s)  (GB/s)\n"
 )
 
 

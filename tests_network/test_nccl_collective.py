@@ -57,7 +57,7 @@ def test_nccl_collective_runs(collective, evidence):
     command, res, size, lowest = collective
     evidence.expect(
         res.rc == 0,
-        what=f"`{clip(command, 160)}` from rank 0 ({size // MIB} MiB buffer; lowest MemAvailable {lowest / GIB:.1f} GiB)",
+        what=f"`{clip(command, 160)}` from rank 0 ({size // MIB} MiB buffer, MemAvailable {lowest / GIB:.1f} GiB)",
         expected="exit 0",
         found=f"exit {res.rc}",
         detail=clip((res.stdout + res.stderr).strip(), 400),

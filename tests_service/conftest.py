@@ -79,13 +79,15 @@ def answers(api, inventory, ready, findings):
 
 
 @pytest.fixture
-def answer(answers):
-    """`answer(ask)`: its reply; a request that got no answer fails the check with that one line."""
+def answer(answers, evidence):
+    """`answer(ask)`: its reply (its time recorded); a request that got no answer fails the check with
+    that one line."""
 
     def get(ask):
         reply = answers[ask.name]
         if isinstance(reply, GB10Error):
             raise copy.copy(reply)
+        evidence.figure("request_seconds", reply.seconds)
         return reply
 
     return get
