@@ -30,6 +30,7 @@ from gb10check import deadline, redact
 from gb10check.deadline import DeadlineTransport
 from gb10check.errors import ParseError, ServiceError
 from gb10check.inventory import ApiSpec
+from gb10check.parsers import json_object
 from gb10check.parsers.vllm_api import DONE, api_error_message, parse_sse
 
 VLLM_PARAMETERS = ("chat_template_kwargs",)  # not in the OpenAI API: the SDK sends them in extra_body
@@ -201,7 +202,9 @@ class ApiClient:
                         if data == DONE:
                             reply.done = True
                         else:
-                            reply.chunks.append((time.monotonic() - start, _chunk(data, what)))
+                            reply.chunks.append(
+                                (time.monotonic() - start, json_object(data, f"an SSE event of {what}"))
+                            )
         except ServiceError as exc:
             if not raw:
                 raise
@@ -233,13 +236,3 @@ def _sdk_http_client(spec: ApiSpec) -> Any:
     transport = deadline.bound_sockets(http.HTTPTransport(trust_env=False), core)
     timeout = http.Timeout(spec.request_timeout, connect=spec.connect_timeout)
     return http.Client(transport=transport, trust_env=False, timeout=timeout)
-
-
-def _chunk(data: str, what: str) -> dict[str, Any]:
-    try:
-        chunk = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise ParseError(what, f"an SSE event is not JSON ({exc.msg})", data) from exc
-    if not isinstance(chunk, dict):
-        raise ParseError(what, "an SSE event is not a JSON object", data)
-    return chunk

@@ -6,10 +6,10 @@ Pure: the checkpoint's config.json and size, the TP size and vLLM's flags in, a 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.parsers import json_object
 
 GIB = 1024**3
 MIB = 1024**2
@@ -38,12 +38,7 @@ class ModelDims:
 
 def parse_model_config(text: str) -> ModelDims:
     """config.json of a transformers checkpoint (hybrid Qwen3-Next style or plain attention)."""
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("config.json", f"not JSON ({exc.msg})", text) from exc
-    if not isinstance(cfg, dict):
-        raise ParseError("config.json", "not a JSON object", text)
+    cfg = json_object(text, "config.json")
     cfg = cfg.get("text_config", cfg) if isinstance(cfg.get("text_config"), dict) else cfg
     try:
         layers = int(cfg["num_hidden_layers"])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gb10check.errors import ParseError
+from gb10check.parsers import json_object
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,8 @@ def parse_models(text: str) -> tuple[ModelCard, ...]:
 
 def parse_version(text: str) -> str:
     """`GET /version`: {"version": "0.12.0"}."""
-    try:
-        body: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("GET /version", f"not JSON ({exc.msg})", text) from exc
-    if not isinstance(body, dict) or not isinstance(body.get("version"), str) or not body["version"]:
+    body = json_object(text, "GET /version")
+    if not isinstance(body.get("version"), str) or not body["version"]:
         raise ParseError("GET /version", 'expected {"version": "..."}', text)
     return str(body["version"])
 
@@ -180,16 +178,7 @@ def sse_chunks(payloads: list[str]) -> list[dict[str, Any]]:
     """The JSON chunks of a stream that ends with [DONE] (which must come last, once)."""
     if not payloads or payloads[-1] != DONE:
         raise ParseError("the SSE stream", "it does not end with 'data: [DONE]'", "\n".join(payloads[-3:]))
-    chunks = []
-    for payload in payloads[:-1]:
-        try:
-            chunk = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            raise ParseError("the SSE stream", f"an event is not JSON ({exc.msg})", payload) from exc
-        if not isinstance(chunk, dict):
-            raise ParseError("the SSE stream", "an event is not a JSON object", payload)
-        chunks.append(chunk)
-    return chunks
+    return [json_object(payload, "an event of the SSE stream") for payload in payloads[:-1]]
 
 
 def api_error_message(text: str) -> str:

@@ -28,7 +28,7 @@ def _nothing_left(run) -> None:
 
 
 def test_figures_per_link_and_aggregate(tmp_path):
-    run = run_suite(tmp_path, "--sim", "-m", "network", "-k", "bandwidth or rdma_write")
+    run = run_suite(tmp_path, "--sim", "-m", "network", "-k", "rdma_bandwidth or rdma_write")
     assert run.rc == 0 and run.summary is not None, run.out
     found = {c["check"]: c["evidence"][-1]["found"] for c in run.summary["checks"]}
     assert found == {
