@@ -73,6 +73,19 @@ def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
     return sorted(ports, key=lambda p: p["rdma_device"].lower())
 
 
+def _compose_binary(node: SimNode) -> Path:
+    """The Compose the node's docker stub execs. An unprivileged login gets a copy in the sim's own
+    folder (made once per cluster): the checkout may sit under a folder only root can enter (a
+    `mktemp -d` clone is 0700), and a login that cannot exec it would fail every compose check."""
+    if not node.spec.unprivileged:
+        return COMPOSE_BINARY
+    copy = node.dir.parent / "docker-compose"
+    if not copy.exists():
+        shutil.copy2(COMPOSE_BINARY, copy)
+        copy.chmod(0o755)
+    return copy
+
+
 def _write_stubs(
     node: SimNode, ports: list[dict[str, Any]], scenario: Scenario, inventory_data: dict[str, Any]
 ) -> None:
@@ -290,7 +303,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, A
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
-        state["compose"] = str(COMPOSE_BINARY)
+        state["compose"] = str(_compose_binary(node))
     if state["container"] is not None:
         state["log_file"] = str(node.dir / "container.log")
         state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)

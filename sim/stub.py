@@ -152,7 +152,10 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return "", "docker: 'compose' is not a docker command.\nSee 'docker --help'\n", 1
         import os
 
-        os.execv(d["compose"], [d["compose"], *args[1:]])
+        try:
+            os.execv(d["compose"], [d["compose"], *args[1:]])
+        except OSError as exc:  # the sim's own fault (see node_files._compose_binary), said plainly
+            return "", f"gb10sim: cannot run the sim's Docker Compose {d['compose']}: {exc}\n", 126
     if d.get("daemon") == "down":
         return (
             "",

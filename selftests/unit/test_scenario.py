@@ -44,3 +44,23 @@ def test_a_scenario_in_another_encoding_is_named(tmp_path):
     path.write_bytes(b'# caf\xe9\nbase = "healthy"\n')
     with pytest.raises(Exception, match=r"not UTF-8 at byte 5"):
         load_scenario(str(path))
+
+
+def test_an_unprivileged_login_runs_a_compose_outside_the_checkout(tmp_path):
+    # a checkout under a root-only folder (a `mktemp -d` clone is 0700) must not fail every compose
+    # rule of the node the suite logs in to as an ordinary account (scenario no-sudo)
+    from sim import spec
+    from sim.node import COMPOSE_BINARY, SimNode
+    from sim.node_files import _compose_binary
+
+    if not COMPOSE_BINARY.is_file():
+        pytest.skip("no sim Compose: bin/setup installs it")
+    root, plain = (
+        SimNode(f"n{rank}", rank, f"ns{rank}", tmp_path / f"n{rank}", spec.Node(rank=rank, unprivileged=bool(rank)))
+        for rank in (0, 1)
+    )
+    assert _compose_binary(root) == COMPOSE_BINARY
+    copy = _compose_binary(plain)
+    assert copy == tmp_path / "docker-compose" and copy.stat().st_mode & 0o777 == 0o755
+    assert copy.stat().st_size == COMPOSE_BINARY.stat().st_size
+    assert _compose_binary(plain) == copy  # made once per cluster
