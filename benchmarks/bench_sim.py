@@ -11,7 +11,9 @@ start-up alone, and the SSH sessions and commands per node.
 Aim (structure issue): the preflight session at most 1.5x the floor.
 The sim's nodes run on this machine's cores, so the floor above cannot be reached where the probes'
 CPU exceeds the cores' time: the CPU floor is the connect plus the CPU seconds of every node's whole
-probe script (sh's `times`, stubs and the ssh logins included) divided by the cores.
+probe script (sh's `times`, stubs and the ssh logins included) divided by the cores. The bare
+snapshot (the suite's own probe script over fresh connections, by hand) separates the suite's
+overhead from what its probes cost on these shared cores.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ def node_cpu_seconds(stdout: str) -> float:
     return sum(int(t.split("m")[0]) * 60 + float(t.split("m")[1].rstrip("s")) for t in (user, system))
 
 
-def floor(scenario: str) -> tuple[float, float, str, float]:
+def floor(scenario: str) -> tuple[float, float, str, float, float]:
     """(connect + trivial command, nodes in parallel; the slowest probe alone; which probe; the CPU
-    seconds every node's whole probe script costs, summed over the nodes)."""
+    seconds every node's whole probe script costs, summed over the nodes; the bare snapshot: a fresh
+    connection per node running the suite's own probe script, nodes in parallel, nothing else)."""
     import fabric  # noqa: F401  (a bare connect: the import is not the connect's)
 
     from gb10check.inventory import load_inventory
@@ -85,15 +88,23 @@ def floor(scenario: str) -> tuple[float, float, str, float]:
                 if alone > slowest:
                     slowest, which = alone, f"{probe.name} on {node.name}"
         cpu = 0.0
+        scripts = {}
         for node in cluster.nodes.values():
-            script = build_script(node.probes, new_boundary(), cluster.inventory.thresholds.command_timeout)
-            runs = [node.transport.run(f"{{ {script}\n}} >/dev/null 2>&1; times", 30) for _ in range(3)]
+            scripts[node.name] = build_script(node.probes, new_boundary(), cluster.inventory.thresholds.command_timeout)
+            runs = [node.transport.run(f"{{ {scripts[node.name]}\n}} >/dev/null 2>&1; times", 30) for _ in range(3)]
             cpu += statistics.median(node_cpu_seconds(r.stdout) for r in runs)
         cluster.close()
+        bare = []
+        for _ in range(3):
+            cluster = ClusterNodes(load_inventory(path))
+            start = time.monotonic()
+            map_parallel(lambda n: n.transport.run(scripts[n.name], 30), cluster.nodes.values())
+            bare.append(time.monotonic() - start)
+            cluster.close()
     finally:
         netns.leave(previous)
         sim.down()
-    return connect, slowest, which, cpu
+    return connect, slowest, which, cpu, statistics.median(bare)
 
 
 def _bandwidth(scenario: str, checks: list[dict]) -> None:
@@ -123,7 +134,7 @@ def main() -> int:
     args = parser.parse_args()
     py = sys.executable
     startup = [timed([py, "-m", "pytest", "--version"])[0] for _ in range(args.runs)]
-    connect, slowest, which, cpu = floor(args.scenario)
+    connect, slowest, which, cpu, bare = floor(args.scenario)
     the_floor = connect + slowest
     cores = os.cpu_count() or 1
     cpu_floor = connect + cpu / cores
@@ -136,6 +147,10 @@ def main() -> int:
     print(
         f"  CPU floor: connect {connect:.2f} s + every node's probe script, {cpu:.2f} CPU-s in all, over "
         f"{cores} cores = {cpu_floor:.2f} s (the sim's nodes share this machine's cores)"
+    )
+    print(
+        f"  bare snapshot: a fresh connection per node and the suite's probe script by hand, nodes in "
+        f"parallel = {bare:.2f} s (what is left above it is the suite's own: collection, fixtures, checks, reports)"
     )
     for marker in args.markers.split(","):
         rows = []
@@ -157,7 +172,8 @@ def main() -> int:
             f"  -m {marker:9} whole run {statistics.median(r[0] for r in rows):.2f} s; start-up "
             f"{statistics.median(r[1]['start_up'] for r in rows):.2f} s; session {session:.2f} s "
             f"(snapshot {statistics.median(r[1].get('snapshot', 0.0) for r in rows):.2f} s) = "
-            f"{session / the_floor:.2f}x the floor, {session / cpu_floor:.2f}x the CPU floor; "
+            f"{session / the_floor:.2f}x the floor, {session / cpu_floor:.2f}x the CPU floor, "
+            f"{session / bare:.2f}x the bare snapshot; "
             f"{rows[-1][2]} (exit {rows[-1][4]})"
         )
         if marker in ("network", "all"):

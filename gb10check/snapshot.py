@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import re
 import secrets
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -85,20 +86,22 @@ def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: floa
     """One sh script: every probe at once, then each one's stdout, stderr and exit status, framed.
 
     The probes run concurrently (each into its own files) so the round trip costs the slowest
-    probe, not their sum: the snapshot can grow without slowing down. The frames are printed in
-    probe order once all are done.
+    probe, not their sum: the snapshot can grow without slowing down. The markers are files the
+    shell's builtin printf writes beside each probe's output, so one `cat` prints every frame in
+    probe order once all are done (a `cat` per stream would cost ~4 processes per probe).
     """
     parts = ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
+    frames: list[str] = []
     for i, p in enumerate(probes):
         command = bounded(p.command, bound(p, default_timeout))  # the transport's own node-side bound
-        parts.append(f'({command} </dev/null >"$t/{i}.out" 2>"$t/{i}.err"; echo $? >"$t/{i}.rc") &')
-    parts.append("wait")
-    for i, p in enumerate(probes):
+        begin, stderr, end = (shlex.quote(f"{boundary} {what} {p.name}") for what in ("begin", "stderr", "end"))
         parts.append(
-            f'echo "{boundary} begin {p.name}"; cat "$t/{i}.out"; echo; '
-            f'echo "{boundary} stderr {p.name}"; cat "$t/{i}.err"; echo; '
-            f'echo "{boundary} end {p.name} $(cat "$t/{i}.rc")"'
+            f"printf '%s\\n' {begin} >\"$t/{i}.a\"; printf '\\n%s\\n' {stderr} >\"$t/{i}.c\"; "
+            f'({command} </dev/null >"$t/{i}.b" 2>"$t/{i}.d"; printf \'\\n%s %s\\n\' {end} $? >"$t/{i}.e") &'
         )
+        frames.extend(f'"$t/{i}.{part}"' for part in "abcde")
+    parts.append("wait")
+    parts.append(f"cat {' '.join(frames)} 2>/dev/null")  # a probe's missing end: split_output says cut short
     return "\n".join(parts) + "\n"
 
 

@@ -128,21 +128,19 @@ def test_writes_are_not_mistaken_for_reads(command):
 
 
 PROBE_LINE = re.compile(
-    r'\(timeout -k 2 [\d.]+ sh -c .+ </dev/null >"\$t/\d+\.out" 2>"\$t/\d+\.err"; '
-    r'echo \$\? >"\$t/\d+\.rc"\) &'
+    r"printf '%s\\n' 'gb10-b0 begin \w+' >\"\$t/(\d+)\.a\"; printf '\\n%s\\n' 'gb10-b0 stderr \w+' >\"\$t/\1\.c\"; "
+    r'\(timeout -k 2 [\d.]+ sh -c .+ </dev/null >"\$t/\1\.b" 2>"\$t/\1\.d"; '
+    r"printf '\\n%s %s\\n' 'gb10-b0 end \w+' \$\? >\"\$t/\1\.e\"\) &"
 )
-FRAME_LINE = re.compile(
-    r'echo "gb10-b0 begin \w+"; cat "\$t/\d+\.out"; echo; echo "gb10-b0 stderr \w+"; cat "\$t/\d+\.err"; echo; '
-    r'echo "gb10-b0 end \w+ \$\(cat "\$t/\d+\.rc"\)"'
-)
+FRAME_LINE = re.compile(r'cat( "\$t/\d+\.[a-e]")+ 2>/dev/null')
 
 
 def test_the_snapshot_wrapper_only_makes_and_removes_its_temp_dir():
     script = build_script((Probe("a", "cat /x"), Probe("b", "id -un")), "gb10-b0", 5.0)
     lines = script.splitlines()
     assert lines[:2] == ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
-    for line in lines[2:]:
-        assert PROBE_LINE.fullmatch(line) or line == "wait" or FRAME_LINE.fullmatch(line), line
+    assert [bool(PROBE_LINE.fullmatch(line)) for line in lines[2:]] == [True, True, False, False]
+    assert lines[4:] == ["wait", lines[5]] and FRAME_LINE.fullmatch(lines[5]), lines
 
 
 @pytest.mark.sim
