@@ -74,31 +74,30 @@ class Canary:
     correct: Callable[[str], bool]
 
 
+def _canary(name: str, prompt: str, expected: str, correct: Callable[[str], bool], max_tokens: int = 64) -> Canary:
+    # one short answer, thinking off: the reply is the answer, nothing to strip
+    return Canary(Ask(name, prompt, thinking=False, max_tokens=max_tokens), expected, correct)
+
+
 CANARIES = (
-    Canary(
-        Ask("canary-arithmetic", "What is 17 * 23? Answer with the number only.", thinking=False, max_tokens=64),
+    _canary(
+        "canary-arithmetic",
+        "What is 17 * 23? Answer with the number only.",
         "391",
         lambda text: re.search(r"(?<![\d.])391(?![\d.])", text) is not None,
     ),
-    Canary(
-        Ask(
-            "canary-fact",
-            "What is the chemical symbol of gold? Answer with the symbol only.",
-            thinking=False,
-            max_tokens=64,
-        ),
+    _canary(
+        "canary-fact",
+        "What is the chemical symbol of gold? Answer with the symbol only.",
         "Au",
         lambda text: re.search(r"\bAu\b", text) is not None,
     ),
-    Canary(
-        Ask(
-            "canary-json",
-            'Return only a JSON object with the keys "name" and "age" for a person named Ada who is 36.',
-            thinking=False,
-            max_tokens=128,
-        ),
+    _canary(
+        "canary-json",
+        'Return only a JSON object with the keys "name" and "age" for a person named Ada who is 36.',
         '{"name": "Ada", "age": 36}',
         lambda text: _json_object(text) == {"name": "Ada", "age": 36},
+        max_tokens=128,
     ),
 )
 
