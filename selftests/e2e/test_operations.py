@@ -219,20 +219,6 @@ def test_the_systemd_units_verify(tmp_path):
     assert "smoke --after-boot" in boot and "After=network-online.target docker.service" in boot
 
 
-def test_the_alerting_rules_name_the_metrics_the_suite_writes(tmp_path):
-    import yaml
-
-    from gb10check import prometheus
-
-    rules = yaml.safe_load((PROJECT / "contrib" / "prometheus" / "gb10check.rules.yml").read_text())
-    expressions = [r["expr"] for g in rules["groups"] for r in g["rules"]]
-    assert len(expressions) >= 4
-    written = {f.name for f in prometheus.registry_of({"checks": [], "counts": {}}, ["n"]).collect()}
-    for expr in expressions:
-        names = set(re.findall(r"\bgb10check_[a-z_]+", expr))
-        assert names and names <= written, (expr, names - written)
-
-
 # -- the post-reboot smoke ----------------------------------------------------------------------------
 @needs_root
 @pytest.mark.sim
