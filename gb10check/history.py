@@ -44,6 +44,24 @@ def direction(figure: str) -> int | None:
     return None
 
 
+def figure_key(check: str, figure: str) -> str:
+    """How a figure is known across runs: `<check>::<figure>`."""
+    return f"{check}::{figure}"
+
+
+def figure_of(key: str) -> str:
+    return key.rsplit("::", 1)[-1]
+
+
+def figures_of(checks: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Every figure of a summary's checks, by its key."""
+    return {
+        figure_key(str(row["check"]), name): float(value)
+        for row in checks
+        for name, value in (row.get("figures") or {}).items()
+    }
+
+
 @dataclass(frozen=True)
 class Run:
     path: Path
@@ -65,12 +83,8 @@ def _run_of(path: Path, data: Any) -> Run:
     checks = data.get("checks")
     if not isinstance(checks, list):
         raise ValueError("no 'checks' list")
-    verdicts, figures = {}, {}
-    for row in checks:
-        verdicts[str(row["test"])] = str(row["verdict"])
-        for name, value in (row.get("figures") or {}).items():
-            figures[f"{row['check']}::{name}"] = float(value)
-    return Run(path, str(data.get("started", "")), verdicts, figures)
+    verdicts = {str(row["test"]): str(row["verdict"]) for row in checks}
+    return Run(path, str(data.get("started", "")), verdicts, figures_of(checks))
 
 
 def load(directory: Path) -> History:
@@ -148,7 +162,7 @@ def trends(
     earlier = list(history)
     out = []
     for key, today in sorted(figures.items()):
-        sign = direction(key.rsplit("::", 1)[-1])
+        sign = direction(figure_of(key))
         if sign is None:
             continue
         values = [run.figures[key] for run in earlier if key in run.figures][-window:]

@@ -21,7 +21,7 @@ import markupsafe
 import pygal
 from pygal.style import Style
 
-from gb10check.history import Run, direction
+from gb10check.history import Run, direction, figure_of, figures_of
 
 TEMPLATE = Path(__file__).parent / "templates" / "report.html.j2"
 CLUSTER = "cluster"  # the column of checks about no one node
@@ -80,7 +80,7 @@ def plots(history: Sequence[Run], current: dict[str, float], started: str) -> li
     """Each trended figure over the earlier runs and this one, with the median of the earlier ones."""
     out = []
     for key in sorted(current):
-        if direction(key.rsplit("::", 1)[-1]) is None:
+        if direction(figure_of(key)) is None:
             continue
         series = [(run.started, run.figures[key]) for run in history if key in run.figures] + [(started, current[key])]
         if len(series) < 2:
@@ -99,7 +99,7 @@ def plots(history: Sequence[Run], current: dict[str, float], started: str) -> li
             explicit_size=True,  # width and height on the <svg>: an inline-block figure gives it no size of its own
         )
         chart.x_labels = [s[:16].replace("T", " ") for s, _ in series]
-        chart.add(key.rsplit("::", 1)[-1], [v for _, v in series])
+        chart.add(figure_of(key), [v for _, v in series])
         chart.add(
             "median of the earlier runs", [median] * len(series), show_dots=False, stroke_style={"dasharray": "6,4"}
         )
@@ -116,7 +116,7 @@ def render(
     history: Sequence[Run] = (),
 ) -> str:
     columns, rows = grid(summary)
-    current = {f"{r['check']}::{k}": v for r in summary.get("checks", []) for k, v in (r.get("figures") or {}).items()}
+    current = figures_of(summary.get("checks", []))
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)),
         autoescape=True,

@@ -30,12 +30,10 @@ from gb10check.fit import GIB
 from gb10check.node import ClusterNodes
 from gb10check.parallel import map_parallel
 from gb10check.parsers.docker import Container
-from gb10check.parsers.vllm_log import milestones, parse_docker_log
-from gb10check.probes import CONTAINER, MEMINFO
-from gb10check.snapshot import Probe
+from gb10check.parsers.vllm_log import milestones
+from gb10check.probes import CONTAINER, DOCKER_LOGS, MEMINFO
 
 POLL_SECONDS = 2.0
-LOG_TAIL = "log_tail"  # the last lines of the container's log: enough for the last milestone
 STOP_TIMEOUT = 30  # docker stop -t: vLLM's workers get this long to exit before SIGKILL
 
 
@@ -66,26 +64,22 @@ class Readiness:
     hint: str = ""
 
 
-def _probes(deployment: inv.Deployment) -> tuple[Probe, ...]:
-    c = shlex.quote(deployment.container)
-    return (
-        Probe(MEMINFO.name, "cat /proc/meminfo"),
-        Probe(CONTAINER.name, f"docker container inspect {c}"),
-        Probe(LOG_TAIL, f"docker logs --tail 400 --timestamps {c}"),
-    )
+POLLED = (MEMINFO, CONTAINER, DOCKER_LOGS)  # the snapshot's own reads, read again each poll
 
 
-def poll_node(cluster: ClusterNodes, name: str, deployment: inv.Deployment) -> NodeState:
+def poll_node(cluster: ClusterNodes, name: str) -> NodeState:
     """One round trip: MemAvailable, the container's state, the last milestone of its log."""
     try:
-        snap = cluster[name].probe(_probes(deployment))
+        snap = cluster[name].read_now(POLLED)
         mem = snap.fact(MEMINFO).available
         container = snap.fact(CONTAINER)
-        log = snap.raw(LOG_TAIL)
-        reached = milestones(parse_docker_log(log.stdout)) if log.rc == 0 and log.stdout.strip() else []
-        return NodeState(name, mem, container, reached[-1].milestone if reached else None)
     except GB10Error as exc:
         return NodeState(name, error=str(exc))
+    try:
+        reached = milestones(snap.fact(DOCKER_LOGS))
+    except GB10Error:  # no log to read yet (the container is still being created): no milestone
+        reached = []
+    return NodeState(name, mem, container, reached[-1].milestone if reached else None)
 
 
 def stop_containers(cluster: ClusterNodes, deployment: inv.Deployment) -> list[str]:
@@ -117,7 +111,7 @@ def wait_ready(
 
     def attempt() -> bool:
         seen.polls += 1
-        states = dict(zip(cluster.nodes, map_parallel(lambda n: poll_node(cluster, n, deployment), cluster.nodes,
+        states = dict(zip(cluster.nodes, map_parallel(lambda n: poll_node(cluster, n), cluster.nodes,
                                                       name="gb10check-watch"), strict=True))  # fmt: skip
         seen.last = states
         for name, state in states.items():
@@ -130,7 +124,7 @@ def wait_ready(
             seen.hint = "memavailable-low"
             if stop_on_low_memory:
                 seen.stopped = stop_containers(cluster, deployment)
-                after = map_parallel(lambda n: poll_node(cluster, n, deployment), cluster.nodes, name="gb10check-watch")
+                after = map_parallel(lambda n: poll_node(cluster, n), cluster.nodes, name="gb10check-watch")
                 now = ", ".join(
                     f"{s.node} {s.container.status} (exit {s.container.exit_code})" if s.container else f"{s.node} ?"
                     for s in after

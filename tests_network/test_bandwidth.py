@@ -11,9 +11,8 @@ import json
 
 import pytest
 
-from fixtures.cluster import SETTINGS, shared_dir
-from gb10check import bandwidth, facts
-from gb10check.errors import GB10Error
+from fixtures.cluster import shared_dir
+from gb10check import bandwidth
 from gb10check.parsers.perftest import BwFailure
 
 pytestmark = pytest.mark.network
@@ -48,27 +47,14 @@ def _from_dict(data, links):
 class Runs:
     """Each measurement once per session (the functional and the performance test share it)."""
 
-    def __init__(self, cluster, inventory, allowed_while_serving, folder):
-        self.cluster, self.inventory, self.allowed, self.folder = cluster, inventory, allowed_while_serving, folder
+    def __init__(self, cluster, inventory, skip_while_serving, folder):
+        self.cluster, self.inventory, self.folder = cluster, inventory, folder
+        self.skip_while_serving = skip_while_serving
         self.memo = {}
-
-    def _guard(self, nodes):
-        if self.allowed:
-            return
-        for name in nodes:
-            try:
-                container = facts.container(self.cluster.snapshot(name))
-            except GB10Error:
-                continue  # not knowing is no reason to skip: the run itself then says what is wrong
-            if container is not None and container.running:
-                pytest.skip(
-                    f"the deployment's container runs on {name}: ib_write_bw would compete with NCCL for the links "
-                    "(--bandwidth, or thresholds.bandwidth_while_serving = true, runs it anyway)"
-                )
 
     def measure(self, links):
         key = tuple(link.netdev for link in links)
-        self._guard({n for link in links for n in link.addresses})
+        self.skip_while_serving(sorted({n for link in links for n in link.addresses}), "ib_write_bw")
         if key not in self.memo:
             rank0, seconds = self.inventory.api_node.name, self.inventory.thresholds.bandwidth_seconds
             with _shared(self.folder, key) as (cached, keep):
@@ -81,9 +67,8 @@ class Runs:
 
 
 @pytest.fixture(scope="session")
-def runs(cluster, inventory, request):
-    allowed = request.config.stash[SETTINGS].bandwidth or inventory.thresholds.bandwidth_while_serving
-    return Runs(cluster, inventory, allowed, shared_dir(request.config))
+def runs(cluster, inventory, skip_while_serving, request):
+    return Runs(cluster, inventory, skip_while_serving, shared_dir(request.config))
 
 
 def _last_lines(output):

@@ -8,9 +8,8 @@ import shlex
 
 import pytest
 
-from fixtures.cluster import SETTINGS
-from gb10check import facts, probes
-from gb10check.errors import CommandTimeout, GB10Error, clip
+from gb10check import probes
+from gb10check.errors import CommandTimeout, clip
 from gb10check.fit import GIB
 from gb10check.parsers.nccl_tests import parse_nccl_test
 
@@ -30,19 +29,12 @@ def _buffer_bytes(cluster, inventory):
 
 
 @pytest.fixture(scope="session")
-def collective(cluster, inventory, request):
-    """The one nccl-tests run of the session: (command, result, lowest MemAvailable)."""
+def collective(cluster, inventory, skip_while_serving):
+    """The one nccl-tests run of the session: (command, result, buffer bytes, lowest MemAvailable)."""
     cfg = inventory.nccl_tests
     if cfg is None:
         pytest.skip("the inventory has no [nccl_tests] (the command that runs nccl-tests from rank 0): not measured")
-    allowed = request.config.stash[SETTINGS].bandwidth or inventory.thresholds.bandwidth_while_serving
-    for node in inventory.nodes:
-        try:
-            c = facts.container(cluster.snapshot(node.name))
-        except GB10Error:
-            continue
-        if c is not None and c.running and not allowed:
-            pytest.skip(f"the deployment's container runs on {node.name}: an NCCL collective would compete with it")
+    skip_while_serving([n.name for n in inventory.nodes], "an NCCL collective")
     size, lowest = _buffer_bytes(cluster, inventory)
     command = f"{cfg.command} -b {size} -e {size} -f 2 -g 1"
     rank0 = cluster[inventory.api_node.name]

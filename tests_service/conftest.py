@@ -65,17 +65,20 @@ def answers(api, inventory, ready, findings):
     """The independent requests of the checks, sent at once (the server batches them): name -> the
     reply, or the ServiceError (with what the logs say) that stood in its place."""
     model = inventory.service.served_model_name
+    return dict(
+        map_parallel(lambda ask: (ask.name, _asked(api, ask, model, findings)), asks.TOGETHER, name="gb10check-ask")
+    )
 
-    def one(ask):
-        try:
-            call = api.stream if ask.stream else api.chat
-            return ask.name, call(**ask.request(model))
-        except ServiceError as exc:
-            return ask.name, explain(exc, findings)
-        except GB10Error as exc:
-            return ask.name, exc
 
-    return dict(map_parallel(one, asks.TOGETHER, name="gb10check-ask"))
+def _asked(api, ask, model, findings):
+    """The reply to one ask, or the error that stood in its place (a ServiceError with what the logs say)."""
+    try:
+        call = api.stream if ask.stream else api.chat
+        return call(**ask.request(model))
+    except ServiceError as exc:
+        return explain(exc, findings)
+    except GB10Error as exc:
+        return exc
 
 
 @pytest.fixture
@@ -96,9 +99,4 @@ def answer(answers, evidence):
 @pytest.fixture(scope="session")
 def decode_reply(api, inventory, answers, findings):
     """The decode-speed request, alone (after the others have finished: they would share its steps)."""
-    try:
-        return api.stream(**asks.DECODE.request(inventory.service.served_model_name))
-    except ServiceError as exc:
-        return explain(exc, findings)
-    except GB10Error as exc:
-        return exc
+    return _asked(api, asks.DECODE, inventory.service.served_model_name, findings)

@@ -111,6 +111,16 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
     assert sim_leftovers(run.run.pid) == []
 
 
+@pytest.mark.sim
+def test_under_ci_a_node_down_stays_within_the_bounds(tmp_path):
+    """A nightly run from GitLab or Jenkins (CI set): pytest prints each failure's whole message in
+    the short summary, hint lines included; the output still costs about a line per check."""
+    scenario = bad_day.scenario_file(tmp_path, "node-down", bad_day.UNREACHABLE["node-down"])
+    run = bad_day.timed(tmp_path, f"--sim={scenario}", env={"CI": "true"})
+    assert run.run.rc == 1 and run.run.failed(), run.run.out
+    assert run.within_output_bounds(), f"{run.lines} lines for {len(run.run.junit)} checks:\n{run.run.out[:3000]}"
+
+
 @pytest.fixture(scope="module")
 def healthy_seconds(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("healthy-timed")
