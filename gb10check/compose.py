@@ -116,14 +116,29 @@ def _argv(value: object) -> list[str]:
     return shlex.split(str(value))
 
 
-def choose_service(services: dict[str, Any], container: str | None, what: str, text: str) -> str:
-    """The deployment's service: the one whose container_name is the inventory's, else the only one."""
-    chosen = [n for n, s in services.items() if isinstance(s, dict) and s.get("container_name") == container]
-    if not chosen and len(services) == 1:
+def _names_container(service: str, spec: object, container: str | None) -> bool:
+    """Whether `container` is this service's container: its container_name, or without one the name
+    Compose gives it (`<project>-<service>-<n>`; v1 wrote `_`), or the service's own name."""
+    if not isinstance(spec, dict) or container is None:
+        return False
+    if spec.get("container_name") is not None:
+        return bool(spec["container_name"] == container)
+    return container == service or re.fullmatch(rf".+[-_]{re.escape(service)}[-_]\d+", container) is not None
+
+
+def choose_service(services: dict[str, Any], container: str | None, what: str, text: str, *, left_out: str = "") -> str:
+    """The deployment's service: the one whose container is the inventory's; without a container to
+    look for, the only service. Never a guess between services that do not name it."""
+    chosen = [n for n, s in services.items() if _names_container(str(n), s, container)]
+    if container is None and len(services) == 1:
         chosen = list(services)
     if len(chosen) != 1:
+        why = "more than one" if chosen else "no"
         raise ParseError(
-            what, f"no service with container_name {container!r} among {', '.join(map(str, services))}", text
+            what,
+            f"{why} service whose container is {container!r} among {', '.join(map(str, services))} "
+            f"({left_out or 'a service behind profiles: is left out unless COMPOSE_PROFILES names one of them'})",
+            text,
         )
     return str(chosen[0])
 

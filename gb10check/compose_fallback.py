@@ -9,15 +9,18 @@ naming the construct, never a guess:
   `export`, `${VAR}` references to earlier values).
 - `Interpolation`: `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?err}`, `${VAR:+alt}`,
   `$VAR` and `$$` (a literal `$` left for the container's shell).
-- `load_service`: YAML read with YAML 1.2's scalars (as Compose's Go parser: `yes` is a string),
+- `load_service`: YAML read as Compose's Go parser reads it (`yes` is a string, `1e3` a number, a
+  key written twice an error), checked against Compose's schema's keys, profiles applied,
   interpolated, env_file entries then environment:, bare names filled from the .env.
 """
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -27,6 +30,25 @@ from gb10check.errors import ParseError
 
 FALLBACK = "gb10check's own reader"
 VAR = r"[A-Za-z_][A-Za-z0-9_]*"  # a shell or Compose variable name
+
+# Compose's schema (compose_spec.json inside Docker Compose v2.40.3): the keys it allows
+TOP_LEVEL_KEYS = frozenset(
+    ("version", "name", "include", "services", "models", "networks", "volumes", "secrets", "configs")
+)
+SERVICE_KEYS = frozenset((
+    "annotations", "attach", "blkio_config", "build", "cap_add", "cap_drop", "cgroup", "cgroup_parent", "command",
+    "configs", "container_name", "cpu_count", "cpu_percent", "cpu_period", "cpu_quota", "cpu_rt_period",
+    "cpu_rt_runtime", "cpu_shares", "cpus", "cpuset", "credential_spec", "depends_on", "deploy", "develop",
+    "device_cgroup_rules", "devices", "dns", "dns_opt", "dns_search", "domainname", "entrypoint", "env_file",
+    "environment", "expose", "extends", "external_links", "extra_hosts", "gpus", "group_add", "healthcheck",
+    "hostname", "image", "init", "ipc", "isolation", "label_file", "labels", "links", "logging", "mac_address",
+    "mem_limit", "mem_reservation", "mem_swappiness", "memswap_limit", "models", "network_mode", "networks",
+    "oom_kill_disable", "oom_score_adj", "pid", "pids_limit", "platform", "ports", "post_start", "pre_stop",
+    "privileged", "profiles", "provider", "pull_policy", "pull_refresh_after", "read_only", "restart", "runtime",
+    "scale", "secrets", "security_opt", "shm_size", "stdin_open", "stop_grace_period", "stop_signal", "storage_opt",
+    "sysctls", "tmpfs", "tty", "ulimits", "use_api_socket", "user", "userns_mode", "uts", "volumes", "volumes_from",
+    "working_dir",
+))  # fmt: skip
 
 # -- interpolation -----------------------------------------------------------------------------
 _INTERP = re.compile(
@@ -54,7 +76,10 @@ class Interpolation:
                 raise ParseError(self.what, f"required variable {name} is not set: {arg}", m[0])
             return "" if value is None else value  # Compose: an unset variable is empty (with a warning)
 
-        out = _INTERP.sub(sub, text)
+        def literal(m: re.Match[str]) -> str:  # a value put in is not read again: its `$` stays a `$`
+            return sub(m).replace("$", "\0")
+
+        out = _INTERP.sub(literal, text)
         if "$" in out:  # ${A:-${B}}, ${A/x/y}, $1: Compose reads more than this reader follows
             raise ParseError(self.what, f"{FALLBACK} does not follow this interpolation (nested or unknown form)", text)
         return out.replace("\0", "$")
@@ -148,24 +173,64 @@ _Yaml12Loader.add_implicit_resolver(
 )
 _Yaml12Loader.add_implicit_resolver(
     "tag:yaml.org,2002:int",
-    re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
     list("-+0123456789"),
 )
-_Yaml12Loader.add_implicit_resolver(
+_Yaml12Loader.add_implicit_resolver(  # Go's YAML: 1e3 is a float too (PyYAML's 1.1 wants a dot)
     "tag:yaml.org,2002:float",
     re.compile(
-        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+        r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
     ),
     list("-+0123456789."),
 )
 
 
+def _mapping(loader: _Yaml12Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """Compose's parser refuses a key written twice in one mapping (PyYAML keeps the last)."""
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"mapping key {key!r} already defined at line {seen[key] + 1}", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return yaml.SafeLoader.construct_yaml_map(loader, node)  # type: ignore[no-any-return]
+
+
+_Yaml12Loader.add_constructor("tag:yaml.org,2002:map", _mapping)
+
+
+def _go_float(value: float) -> str:
+    """A float as Go's strconv formats it ('g', shortest): 1e+06, 1.5, 0.0001, 1e-05, +Inf."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    sign = "-" if value < 0 else ""
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + int(exponent)  # where the decimal point falls among the digits
+    if not -4 <= point - 1 < 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{point - 1:+03d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
 def _scalar(value: object) -> str:
-    """An environment value as Compose writes it: true/false lower-case, 1.50 as 1.5."""
+    """An environment value as Compose writes it: true/false lower-case, numbers as Go prints them."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return repr(value).removesuffix(".0") if "e" not in repr(value) else str(int(value))
+    if isinstance(value, float):
+        return _go_float(value)
     return str(value)
 
 
@@ -210,12 +275,17 @@ def load_service(
         raise ParseError(what, f"not valid YAML: {exc}".replace("\n", " "), text) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("services"), dict) or not doc["services"]:
         raise ParseError(what, "no 'services:' mapping", text)
+    _check_keys(doc, what, text)
     interp = Interpolation(dict(dotenv), what)
     services = {name: interp.walk(svc) for name, svc in doc["services"].items()}
-    name = choose_service(services, container, what, text)
+    active = {p for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p}
+    hidden = {n: svc["profiles"] for n, svc in services.items() if isinstance(svc, dict) and _inactive(svc, active)}
+    left_out = ", ".join(f"{n} is behind profiles {', '.join(map(str, p))}" for n, p in hidden.items())
+    if left_out:
+        left_out += f", not active (COMPOSE_PROFILES in the .env: {','.join(sorted(active)) or 'unset'})"
+    services = {n: svc for n, svc in services.items() if n not in hidden}
+    name = choose_service(services, container, what, text, left_out=left_out)
     raw = services[name]
-    if not isinstance(raw, dict):
-        raise ParseError(what, f"service {name} is not a mapping", text)
     env: dict[str, str | None] = {}
     files = raw.get("env_file") or []
     for entry in [files] if isinstance(files, str | dict) else files:
@@ -231,6 +301,32 @@ def load_service(
     _check_memory(raw, name, what, text)
     raw = {**raw, "environment": env}
     return ComposeService(name, raw, {k: v for k, v in env.items() if v is not None}, FALLBACK, why)
+
+
+def _inactive(service: dict[str, Any], active: set[str]) -> bool:
+    """Compose leaves out a service with `profiles:` none of which is active ("*" activates all)."""
+    profiles = service.get("profiles") or []
+    return bool(profiles) and "*" not in active and not active.intersection(map(str, profiles))
+
+
+def _check_keys(doc: dict[str, Any], what: str, text: str) -> None:
+    """Compose validates against its schema: a misspelt key (`enviroment:`) is an error there, not a
+    setting silently missing. `extends` and `include` merge other definitions in Compose's way: refused."""
+    for key in doc:
+        if key not in TOP_LEVEL_KEYS and not str(key).startswith("x-"):
+            raise ParseError(what, f"additional property {key!r} not allowed at the top level (Compose's schema)", text)
+    if "include" in doc:
+        raise ParseError(what, f"{FALLBACK} does not follow `include:` (Compose merges the included files)", text)
+    for name, service in doc["services"].items():
+        if not isinstance(service, dict):
+            raise ParseError(what, f"service {name} is not a mapping", text)
+        unknown = [str(k) for k in service if k not in SERVICE_KEYS and not str(k).startswith("x-")]
+        if unknown:
+            raise ParseError(
+                what, f"services.{name}: additional property {', '.join(map(repr, unknown))} not allowed", text
+            )
+        if "extends" in service:
+            raise ParseError(what, f"services.{name}: {FALLBACK} does not follow `extends` (Compose merges it)", text)
 
 
 def _check_memory(raw: dict[str, Any], name: str, what: str, text: str) -> None:

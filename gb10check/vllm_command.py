@@ -3,7 +3,8 @@
 The command is usually a bash script that branches on NODE_RANK. tree-sitter's bash grammar parses
 it (quotes across lines, comments, continuations, `if/elif/else`, `case`); this module walks the
 tree for one rank with the container's environment: the script's own assignments, `export`
-(what vLLM really gets) and `exec`. What the grammar reads but this walk cannot follow (a function
+(what vLLM really gets), `unset`, `exec`, a leading `~`. selftests/unit/test_script_differential.py
+compares the walk with what real bash runs. What the grammar reads but this walk cannot follow (a function
 or loop that runs vLLM or sets variables, a command substitution that decides an argument, a
 condition it cannot evaluate) is a ParseError naming the construct. Pure.
 """
@@ -133,10 +134,13 @@ class _Walk:
                 self.assign(child, export=False)
         elif kind == "declaration_command":
             self.declare(node)
-        elif kind == "unset_command":
-            for child in node.named_children[1:] if node.named_children else []:
-                self.env.pop(_text(child), None)
-                self.local.pop(_text(child), None)
+        elif kind == "unset_command":  # `unset A B`, `unset -v A`; `unset -f fn` removes functions
+            words = [_text(c) for c in node.named_children]
+            if not any(w.startswith("-") and "f" in w for w in words):
+                for name in (w for w in words if not w.startswith("-")):
+                    self.env.pop(name, None)
+                    self.local.pop(name, None)
+                    self.exported.discard(name)
         elif kind == "command":
             self.command(node)
         elif kind == "if_statement":
@@ -204,8 +208,8 @@ class _Walk:
                 words += self.word(child)
         while words and words[0] == "exec":
             words = words[1:]
-        if len(words) >= 2 and posixpath.basename(words[0]) == "vllm" and words[1] == "serve":
-            argv = words[2:]
+        argv = _vllm_argv(words)
+        if argv is not None:
             unknown = next((w for w in argv if isinstance(w, _Unknown)), None)
             if unknown is not None:
                 raise self.fail(node, f"{unknown.construct} decides an argument of `vllm serve`")
@@ -236,8 +240,11 @@ class _Walk:
                 return
 
     def condition(self, node: tree_sitter.Node) -> bool:
-        """`[ "$NODE_RANK" = 0 ]`, `[[ $NODE_RANK -eq 0 ]]`, `test -z "$X"`, with this rank's values."""
+        """`[ "$NODE_RANK" = 0 ]`, `[[ $NODE_RANK -eq 0 ]]`, `test -z "$X"`, `(( NODE_RANK == 0 ))`, with
+        this rank's values."""
         what = _text(node).strip().rstrip(";").strip()
+        if node.type == "compound_statement" and node.children and _text(node.children[0]) == "((":
+            return self._arithmetic(node, what)
         inner = node
         if node.type == "test_command" and node.named_children:
             inner = node.named_children[0]
@@ -261,6 +268,30 @@ class _Walk:
             operand = self.word(inner.named_children[-1], split=False, strict=True, what=what)[0]
             return self._compare([unary, operand], what, node)
         raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+
+    def _arithmetic(self, node: tree_sitter.Node, what: str) -> bool:
+        """`(( NODE_RANK == 0 ))`: one comparison of names and numbers (an unset name is never taken as 0)."""
+        inner = node.named_children[0] if len(node.named_children) == 1 else None
+        op = inner.child_by_field_name("operator") if inner is not None else None
+        sides = [inner.child_by_field_name(f) for f in ("left", "right")] if inner is not None else []
+        if inner is None or inner.type != "binary_expression" or op is None or _text(op) not in _ARITHMETIC:
+            raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+        values = []
+        for side in sides:
+            if side is not None and side.type == "variable_name":
+                value = self.lookup(_text(side))
+                if value is None:
+                    raise self.fail(
+                        node,
+                        f"cannot evaluate the condition `{what}` for this rank: {_text(side)} is not in the "
+                        "container's environment",
+                    )
+            elif side is not None and side.type in ("number", "simple_expansion", "expansion"):
+                value = self.word(side, split=False, strict=True, what=what)[0]
+            else:
+                raise self.fail(node, f"cannot evaluate the condition `{what}` for this rank")
+            values.append(value)
+        return self._compare([values[0], _ARITHMETIC[_text(op)], values[1]], what, node)
 
     def _compare(self, words: list[str], what: str, node: tree_sitter.Node) -> bool:
         if len(words) == 2 and words[0] in ("-z", "-n"):
@@ -287,13 +318,18 @@ class _Walk:
             out += self.word(n.named_children[0] if n.type == "command_name" and n.named_children else n, **kw)  # type: ignore[arg-type]
         return out
 
-    def word(self, node: tree_sitter.Node, *, split: bool = True, strict: bool = False, what: str = "") -> list[str]:
+    def word(
+        self, node: tree_sitter.Node, *, split: bool = True, strict: bool = False, what: str = "", at_start: bool = True
+    ) -> list[str]:
         """The words one argument node becomes: quotes removed, expansions made, an unquoted
         expansion split at whitespace as sh does. strict: an unset variable is an error (a condition
         never guesses)."""
         kind = node.type
         if kind in ("word", "number", "extglob_pattern"):
-            return [re.sub(r"\\(.)", r"\1", _text(node).replace("\\\n", ""))]
+            text = _text(node)
+            if at_start and text.startswith("~"):  # an unquoted word's leading `~`: a home directory
+                return [self._tilde(text)]
+            return [re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""))]
         if kind == "raw_string":
             return [_text(node)[1:-1]]
         if kind == "string":
@@ -306,10 +342,24 @@ class _Walk:
                 return [value]
             return value.split() if split else [value]
         if kind == "concatenation":
-            return ["".join(self.word(c, split=False, strict=strict, what=what)[0] for c in node.named_children)]
+            parts = [
+                self.word(c, split=False, strict=strict, what=what, at_start=i == 0)[0]
+                for i, c in enumerate(node.named_children)
+            ]
+            unknown = next((p for p in parts if isinstance(p, _Unknown)), None)
+            return [unknown if unknown is not None else "".join(parts)]
         if kind in ("command_substitution", "process_substitution", "arithmetic_expansion"):
             return [_Unknown(f"the command substitution `{_text(node)}`")]
         raise self.fail(node, f"cannot read the shell word `{_text(node)}` ({kind})")
+
+    def _tilde(self, text: str) -> str:
+        prefix, slash, rest = text.partition("/")
+        home = self.lookup("HOME") if prefix == "~" else None
+        if prefix != "~":
+            return _Unknown(f"the home directory `{prefix}` of a user in the image")
+        if home is None:
+            return _Unknown("the home directory `~` (HOME is not in the container's environment)")
+        return home + slash + re.sub(r"\\(.)", r"\1", rest)
 
     def _double_quoted(self, node: tree_sitter.Node, strict: bool, what: str) -> str:
         """The text between the quotes, with each expansion's value and bash's escapes in "..."."""
@@ -397,6 +447,20 @@ def _assigns(node: tree_sitter.Node) -> bool:
     return any(n.type in ("variable_assignment", "declaration_command") for n in _descendants(node))
 
 
+_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
+_API_SERVER = "vllm.entrypoints.openai.api_server"  # the entry point before `vllm serve`; still served
+_ARITHMETIC = {"==": "-eq", "!=": "-ne", "<": "-lt", ">": "-gt", "<=": "-le", ">=": "-ge"}
+
+
+def _vllm_argv(words: list[str]) -> list[str] | None:
+    """The arguments after `vllm serve` or `python3 -m vllm.entrypoints.openai.api_server`, else None."""
+    if len(words) >= 2 and posixpath.basename(words[0]) == "vllm" and words[1] == "serve":
+        return words[2:]
+    if len(words) >= 3 and _PYTHON.fullmatch(posixpath.basename(words[0])) and words[1:3] == ["-m", _API_SERVER]:
+        return words[3:]
+    return None
+
+
 def _vllm_options(argv: list[str]) -> tuple[str | None, dict[str, str | None]]:
     model = None
     options: dict[str, str | None] = {}
@@ -456,7 +520,10 @@ def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
     The service must have been read with this rank's .env: its NODE_RANK chooses the branch.
     """
     script = _script(service.script_argv)
-    runs = vllm_runs(script, service.environment)
+    env = service.environment
+    if "HOME" not in env and not service.get("user"):  # Docker sets HOME to its user's: root's without `user:`
+        env = {**env, "HOME": "/root"}
+    runs = vllm_runs(script, env)
     if len(runs) != 1:
         found = "no `vllm serve`" if not runs else f"{len(runs)} `vllm serve` commands"
         raise ParseError(what, f"rank {rank} runs {found}; expected exactly one", script)

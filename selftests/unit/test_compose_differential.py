@@ -2,7 +2,8 @@
 
 Each folder of selftests/data/compose_cases holds a compose file, its .env (and whatever else the
 case needs) and case.toml: what it covers, the container name, whether Compose accepts it, and
-whether the fallback reader agrees or refuses (with the words of its refusal). Compose
+whether the fallback reader agrees or refuses (with the words of its refusal); `absent` when Compose
+reads the file but would not run the deployment's service (both readers must say so). Compose
 (.venv/bin/docker-compose, installed by bin/setup) runs `config --format json` in a copy of the
 folder with an empty environment; the fallback reads the same files as on a node without the
 plugin (the compose file, the inventory's .env, the override files beside it). Field by field they
@@ -112,6 +113,12 @@ def test_the_fallback_reads_each_case_as_docker_compose_does(folder, tmp_path):
             _fallback(work, case["container"])
         return
     assert case["compose"] == "accepts", "a case Compose rejects must be refused by the fallback too"
+    if "absent" in case:  # Compose reads the file; the deployment's service is not among what it would run
+        with pytest.raises(ParseError, match=case["absent"]):
+            parse_compose_config(real.stdout, container=case["container"], what="config")
+        with pytest.raises(ParseError, match=case["absent"]):
+            _fallback(work, case["container"])
+        return
     by_compose = parse_compose_config(real.stdout, container=case["container"], what="config")
     by_fallback = _fallback(work, case["container"])
     assert by_compose.reader.startswith("docker compose 2.") and by_fallback.reader == "gb10check's own reader"

@@ -128,8 +128,22 @@ def test_compose_garbage_is_a_parse_error():
         load_service("services: [\n", {}, container=None, what="c.yml")
     with pytest.raises(ParseError, match="no 'services:'"):
         load_service("version: 3\n", {}, container=None, what="c.yml")
-    with pytest.raises(ParseError, match="no service with container_name"):
+    with pytest.raises(ParseError, match="no service whose container is 'z' among a, b"):
         load_service("services:\n  a: {}\n  b: {}\n", {}, container="z", what="c.yml")
+
+
+def test_the_service_is_the_one_that_names_the_container_never_a_guess():
+    named = "services:\n  api:\n    image: x\n    container_name: vllm-qwen\n"
+    assert load_service(named, {}, container="vllm-qwen", what="c.yml").name == "api"
+    # the only service, but its container is another: refused (it was taken before)
+    with pytest.raises(ParseError, match="no service whose container is 'vllm' among api"):
+        load_service(named, {}, container="vllm", what="c.yml")
+    # without container_name, Compose names the container <project>-<service>-<n> (v1: with `_`)
+    generated = "services:\n  vllm:\n    image: x\n  web:\n    image: y\n"
+    for container in ("spark-vllm-1", "spark_vllm_1", "vllm"):
+        assert load_service(generated, {}, container=container, what="c.yml").name == "vllm"
+    with pytest.raises(ParseError, match="no service whose container is 'spark-vllm'"):
+        load_service(generated, {}, container="spark-vllm", what="c.yml")
 
 
 # -- ufw ---------------------------------------------------------------------------------------
