@@ -97,8 +97,9 @@ def _line(node: tree_sitter.Node) -> int:
 
 
 class _Walk:
-    def __init__(self, script: str, env: dict[str, str]) -> None:
+    def __init__(self, script: str, env: dict[str, str], arguments: tuple[str, ...] = ()) -> None:
         self.script = script
+        self.arguments = arguments  # $0, $1, ...: the words after the script in `bash -c SCRIPT NAME ARGS`
         self.env = dict(env)  # exported: the container's environment, then the script's exports
         self.local: dict[str, str] = {}  # set by the script, not exported
         self.exported: set[str] = set()  # `export NAME` before NAME has a value
@@ -108,6 +109,12 @@ class _Walk:
         return ParseError(WHAT, f"line {_line(node)}: {detail}", self.script)
 
     def lookup(self, name: str) -> str | None:
+        if name.isdigit():
+            return self.arguments[int(name)] if int(name) < len(self.arguments) else None
+        if name in ("@", "*"):  # unquoted: the arguments, split again (as one text, split the same way)
+            return " ".join(self.arguments[1:])
+        if name == "#":
+            return str(max(len(self.arguments) - 1, 0))
         return self.local.get(name, self.env.get(name))
 
     # -- statements --------------------------------------------------------------------------------
@@ -208,6 +215,14 @@ class _Walk:
                 words += self.word(child)
         while words and words[0] == "exec":
             words = words[1:]
+        if words and words[0] in ("source", ".") and len(words) > 1:
+            raise self.fail(
+                node,
+                f"`{words[0]} {words[1]}` sets what a file inside the image says, which the suite cannot read "
+                "(set those variables in the compose's environment instead)",
+            )
+        if words and words[0] == "eval" and any(re.search(r"\bvllm\b", w) for w in words[1:]):
+            raise self.fail(node, "`eval` builds the vLLM command at run time: it cannot be followed")
         argv = _vllm_argv(words)
         if argv is not None:
             unknown = next((w for w in argv if isinstance(w, _Unknown)), None)
@@ -333,6 +348,11 @@ class _Walk:
         if kind == "raw_string":
             return [_text(node)[1:-1]]
         if kind == "string":
+            inner = node.named_children
+            if any(_text(c) in ("$@", "${@}") for c in inner):
+                if len(inner) != 1:
+                    raise self.fail(node, f"cannot follow `$@` inside the longer quoted word {_text(node)}")
+                return list(self.arguments[1:])  # "$@": each argument one word, as given
             return [self._double_quoted(node, strict, what)]
         if kind == "ansi_c_string":
             return [_text(node)[2:-1].encode().decode("unicode_escape")]
@@ -386,9 +406,13 @@ class _Walk:
         name = _text(name_node)
         value = self.lookup(name)
         if node.type == "expansion":
+            if any(c.type == "#" and c.end_byte <= name_node.start_byte for c in node.children):
+                return str(len(value or ""))  # ${#NAME}: the value's length
             rest = [c for c in node.children if c.start_byte >= name_node.end_byte and c.type != "}"]
             if rest:
                 op = _text(rest[0])
+                if op not in (":-", "-", ":=", "=", ":+", "+"):  # ${A//x/y}, ${A,,}, ${A#p}, ${A:1:2}
+                    raise self.fail(node, f"cannot follow the expansion `{_text(node)}`")
                 arg = "".join(self.word(c, split=False, strict=strict, what=what)[0] for c in rest[1:] if c.is_named)
                 if op in (":-", "-", ":=", "="):
                     empty = value is None or (op.startswith(":") and value == "")
@@ -396,10 +420,8 @@ class _Walk:
                         value = arg
                         if "=" in op:
                             self.local[name] = arg
-                elif op in (":+", "+"):
-                    value = "" if value is None or (op == ":+" and value == "") else arg
                 else:
-                    raise self.fail(node, f"cannot follow the expansion `{_text(node)}`")
+                    value = "" if value is None or (op == ":+" and value == "") else arg
         if value is None:
             if strict:
                 raise self.fail(
@@ -495,8 +517,9 @@ def _vllm_options(argv: list[str]) -> tuple[str | None, dict[str, str | None]]:
 _CLOSERS = {"if": "fi", "case": "esac", "do": "done", "{": "}", "(": ")", "$(": ")", '"': '"'}
 
 
-def vllm_runs(script: str, env: dict[str, str]) -> list[VllmRun]:
-    """The `vllm serve` invocations that run with this environment (NODE_RANK chooses branches)."""
+def vllm_runs(script: str, env: dict[str, str], arguments: tuple[str, ...] = ()) -> list[VllmRun]:
+    """The `vllm serve` invocations that run with this environment (NODE_RANK chooses branches);
+    `arguments` are the script's $0, $1, ... (`bash -c SCRIPT NAME ARGS`)."""
     tree = _parser().parse(script.encode())
     if tree.root_node.has_error:
         bad = next((n for n in _descendants(tree.root_node) if n.is_missing), None)
@@ -509,7 +532,7 @@ def vllm_runs(script: str, env: dict[str, str]) -> list[VllmRun]:
         if opener is not None:
             raise ParseError(WHAT, f"`{opener}` without `{_CLOSERS[opener]}` (line {_line(bad)})", script)
         raise ParseError(WHAT, f"bash cannot parse it near line {_line(bad)}: {_text(bad)[:80]!r}", script)
-    walk = _Walk(script, env)
+    walk = _Walk(script, env, arguments)
     walk.statements(tree.root_node)
     return walk.runs
 
@@ -519,11 +542,11 @@ def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
 
     The service must have been read with this rank's .env: its NODE_RANK chooses the branch.
     """
-    script = _script(service.script_argv)
+    script, arguments = shell_script(service.script_argv)
     env = service.environment
     if "HOME" not in env and not service.get("user"):  # Docker sets HOME to its user's: root's without `user:`
         env = {**env, "HOME": "/root"}
-    runs = vllm_runs(script, env)
+    runs = vllm_runs(script, env, arguments)
     if len(runs) != 1:
         found = "no `vllm serve`" if not runs else f"{len(runs)} `vllm serve` commands"
         raise ParseError(what, f"rank {rank} runs {found}; expected exactly one", script)
@@ -534,8 +557,9 @@ _SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
 _SHORT_OPTIONS = re.compile(r"-[A-Za-z]+")
 
 
-def _script(argv: list[str]) -> str:
-    """The shell text of `bash -lc SCRIPT` / `sh -c SCRIPT`, or the argv itself when exec'd directly.
+def shell_script(argv: list[str]) -> tuple[str, tuple[str, ...]]:
+    """(the shell text, its $0 $1 ...) of `bash -lc SCRIPT NAME ARGS` / `sh -c SCRIPT`, or the argv
+    itself as the text when exec'd directly.
 
     Only a shell's own leading short options count: `vllm serve m -cc.cudagraph_mode=...` is no `-c`."""
     if argv and posixpath.basename(argv[0]) in _SHELLS:
@@ -543,5 +567,5 @@ def _script(argv: list[str]) -> str:
             if not _SHORT_OPTIONS.fullmatch(arg):
                 break
             if "c" in arg[1:]:
-                return argv[i + 1]
-    return " ".join(shlex.quote(a) for a in argv)
+                return argv[i + 1], tuple(argv[i + 2 :]) or (argv[0],)  # without NAME, $0 is the shell
+    return " ".join(shlex.quote(a) for a in argv), ()

@@ -25,7 +25,7 @@ from gb10check.compose import ComposeService, parse_compose_config
 from gb10check.compose_fallback import load_service, parse_dotenv
 from gb10check.errors import ParseError
 from gb10check.probes import DEFAULT_NAMES, OVERRIDE_NAMES
-from gb10check.vllm_command import _script, vllm_runs
+from gb10check.vllm_command import shell_script, vllm_runs
 
 PROJECT = Path(__file__).resolve().parents[2]
 CASES = PROJECT / "selftests" / "data" / "compose_cases"
@@ -59,7 +59,8 @@ def _fallback(folder: Path, container: str) -> ComposeService:
 def _runs(service: ComposeService) -> object:
     """What the container's command runs with its environment, or the refusal, as data."""
     try:
-        return [(r.argv, r.environment) for r in vllm_runs(_script(service.script_argv), service.environment)]
+        script, arguments = shell_script(service.script_argv)
+        return [(r.argv, r.environment) for r in vllm_runs(script, service.environment, arguments)]
     except ParseError as exc:
         return f"refused: {exc}"
 
@@ -128,13 +129,15 @@ def test_the_fallback_reads_each_case_as_docker_compose_does(folder, tmp_path):
 def test_the_script_reader_follows_what_the_cases_say():
     """Spot checks that the agreement above is agreement on the right answer."""
     exports = _fallback(CASES / "script-exports", "vllm")
-    [run] = vllm_runs(_script(exports.script_argv), exports.environment)
+    [run] = vllm_runs(shell_script(exports.script_argv)[0], exports.environment)
     env = run.environment
     assert env["NCCL_IB_HCA"] == "=rocep1s0f0,roceP2p1s0f0" and env["NCCL_IB_GID_INDEX"] == "3"
     assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_SOCKET_IFNAME"] == "enp1s0f0np0" and "LOCAL_ONLY" not in env
     multiline = _fallback(CASES / "script-multiline-quotes", "vllm")
-    [run] = vllm_runs(_script(multiline.script_argv), multiline.environment)
+    [run] = vllm_runs(shell_script(multiline.script_argv)[0], multiline.environment)
     assert run.argv == ("org/m", "--tensor-parallel-size", "2", "--max-num-seqs", "8", "--port", "20001")
+    [(argv, _)] = _runs(_fallback(CASES / "entrypoint-script-with-arguments", "vllm"))  # type: ignore[misc]
+    assert argv == ("org/m", "--tensor-parallel-size", "2", "--served-model-name", "two words", "--port", "8000")
     bare = _fallback(CASES / "bare-name-list", "vllm")
     assert bare.environment["NODE_RANK"] == "1"  # from .env, never ''
     booleans = _fallback(CASES / "yaml-booleans", "vllm").environment

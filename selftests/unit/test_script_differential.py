@@ -1,7 +1,8 @@
 """gb10check's reading of a container script against what bash really runs, case by case.
 
 Each selftests/data/script_cases/*.sh is a container script with a header: `# what:` it covers and
-`# reader: agrees` or `# reader: refuses <regex>`. For an agreeing case, real bash runs the script
+`# reader: agrees` or `# reader: refuses <regex>`, and optionally `# arguments:` (a JSON list: the
+words after the script in `bash -c SCRIPT NAME ARGS...`, $0 first). For an agreeing case, real bash runs the script
 here (never on a node: the suite itself never executes a script) for rank 0 and rank 1, in a
 sandbox whose PATH puts a recorder in front of `vllm` and `python3`: each invocation writes its
 argv and environment. gb10check.vllm_command must find the same invocations, with the same
@@ -46,12 +47,14 @@ record = {{"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]], "env": dict(o
 
 
 def _header(path: Path) -> dict[str, str]:
-    header = dict(re.findall(r"^# (what|reader): (.*)$", path.read_text(), re.M))
-    assert set(header) == {"what", "reader"}, f"{path.name}: a case starts with `# what:` and `# reader:`"
+    header = dict(re.findall(r"^# (what|reader|arguments): (.*)$", path.read_text(), re.M))
+    assert {"what", "reader"} <= set(header), f"{path.name}: a case starts with `# what:` and `# reader:`"
     return header
 
 
-def _bash(script: str, env: dict[str, str], sandbox: Path) -> list[tuple[list[str], dict[str, str]]]:
+def _bash(
+    script: str, arguments: tuple[str, ...], env: dict[str, str], sandbox: Path
+) -> list[tuple[list[str], dict[str, str]]]:
     """What bash runs: (arguments after the vLLM entry point, environment) per invocation."""
     (sandbox / "bin").mkdir()
     records = sandbox / "records"
@@ -61,7 +64,7 @@ def _bash(script: str, env: dict[str, str], sandbox: Path) -> list[tuple[list[st
         (sandbox / "bin" / name).chmod(0o755)
     path = f"{sandbox / 'bin'}:/usr/bin:/bin"
     run = subprocess.run(
-        ["/bin/bash", "-c", script],
+        ["/bin/bash", "-c", script, *arguments],
         env={**env, "PATH": path, "RECORD_DIR": str(records)},
         cwd=sandbox,
         capture_output=True,
@@ -77,8 +80,8 @@ def _bash(script: str, env: dict[str, str], sandbox: Path) -> list[tuple[list[st
     return out
 
 
-def _reader(script: str, env: dict[str, str]) -> list[tuple[list[str], dict[str, str]]]:
-    runs = vllm_runs(script, env)
+def _reader(script: str, arguments: tuple[str, ...], env: dict[str, str]) -> list[tuple[list[str], dict[str, str]]]:
+    runs = vllm_runs(script, env, arguments)
     return [(list(r.argv), {k: v for k, v in r.environment.items() if k not in NOT_THE_CONTAINERS}) for r in runs]
 
 
@@ -91,15 +94,16 @@ def test_every_case_has_its_header_and_both_kinds_are_there():
 @pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
 def test_the_reader_finds_what_bash_runs(path, rank, tmp_path):
     script = path.read_text()
-    reader = _header(path)["reader"]
+    header = _header(path)
+    reader, arguments = header["reader"], tuple(json.loads(header.get("arguments", "[]")))
     env = {**CONTAINER_ENV, "NODE_RANK": rank, "LOG_DIR": str(tmp_path), "WORKDIR": str(tmp_path)}
     if reader.startswith("refuses "):
         with pytest.raises(ParseError, match=reader.removeprefix("refuses ")):
-            vllm_runs(script, env)
+            vllm_runs(script, env, arguments)
         return
-    by_bash = _bash(script, env, tmp_path)
+    by_bash = _bash(script, arguments, env, tmp_path)
     assert by_bash, "bash ran no vLLM: the case tests nothing"
-    assert _reader(script, env) == by_bash
+    assert _reader(script, arguments, env) == by_bash
 
 
 def test_home_is_what_docker_gives_the_container():
