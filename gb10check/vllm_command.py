@@ -11,6 +11,7 @@ condition it cannot evaluate) is a ParseError naming the construct. Pure.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import posixpath
 import re
@@ -96,6 +97,10 @@ def _line(node: tree_sitter.Node) -> int:
     return node.start_point[0] + 1
 
 
+class _ScriptEnds(Exception):
+    """`exec CMD` or `exit` ran: the walk stops where the shell would."""
+
+
 class _Walk:
     def __init__(self, script: str, env: dict[str, str], arguments: tuple[str, ...] = ()) -> None:
         self.script = script
@@ -104,6 +109,7 @@ class _Walk:
         self.local: dict[str, str] = {}  # set by the script, not exported
         self.exported: set[str] = set()  # `export NAME` before NAME has a value
         self.runs: list[VllmRun] = []
+        self.subshells = 0  # inside a pipeline's part: its `exec` or `exit` ends only that part
 
     def fail(self, node: tree_sitter.Node, detail: str) -> ParseError:
         return ParseError(WHAT, f"line {_line(node)}: {detail}", self.script)
@@ -130,8 +136,12 @@ class _Walk:
             self.statements(node)
         elif kind == "redirected_statement":
             self.statement(node.named_children[0])  # `vllm serve ... >log 2>&1`
-        elif kind == "pipeline":  # `vllm serve ... | tee log`: each part runs
-            self.statements(node)
+        elif kind == "pipeline":  # `vllm serve ... | tee log`: each part runs, in a subshell of its own
+            self.subshells += 1
+            try:
+                self.statements(node)
+            finally:
+                self.subshells -= 1
         elif kind == "list":
             self.and_or(node)
         elif kind == "variable_assignment":
@@ -213,6 +223,8 @@ class _Walk:
                 continue
             else:
                 words += self.word(child)
+        # `exec CMD` replaces the shell and `exit` leaves it: nothing after them runs (`exec >log` alone does not)
+        ends = (words[:1] == ["exec"] and len(words) > 1) or words[:1] == ["exit"]
         while words and words[0] == "exec":
             words = words[1:]
         if words and words[0] in ("source", ".") and len(words) > 1:
@@ -230,6 +242,8 @@ class _Walk:
                 raise self.fail(node, f"{unknown.construct} decides an argument of `vllm serve`")
             model, options = _vllm_options(argv)
             self.runs.append(VllmRun(model, options, tuple(argv), {**self.env, **prefix}))
+        if ends and not self.subshells:
+            raise _ScriptEnds
 
     # -- branches ------------------------------------------------------------------------------------
     def if_statement(self, node: tree_sitter.Node) -> None:
@@ -533,7 +547,8 @@ def vllm_runs(script: str, env: dict[str, str], arguments: tuple[str, ...] = ())
             raise ParseError(WHAT, f"`{opener}` without `{_CLOSERS[opener]}` (line {_line(bad)})", script)
         raise ParseError(WHAT, f"bash cannot parse it near line {_line(bad)}: {_text(bad)[:80]!r}", script)
     walk = _Walk(script, env, arguments)
-    walk.statements(tree.root_node)
+    with contextlib.suppress(_ScriptEnds):
+        walk.statements(tree.root_node)
     return walk.runs
 
 
