@@ -272,6 +272,15 @@ class _Walk:
         """`[ "$NODE_RANK" = 0 ]`, `[[ $NODE_RANK -eq 0 ]]`, `test -z "$X"`, `(( NODE_RANK == 0 ))`, with
         this rank's values."""
         what = _text(node).strip().rstrip(";").strip()
+        if node.type == "negated_command" and node.named_children:  # `! [ ... ]`
+            return not self.condition(node.named_children[0])
+        if node.type == "list" and len(node.named_children) == 2:  # `[ a ] && [ b ]`, `[ a ] || [ b ]`
+            operator = next((_text(c) for c in node.children if not c.is_named), "")
+            first = self.condition(node.named_children[0])
+            if operator == "&&":
+                return first and self.condition(node.named_children[1])
+            if operator == "||":
+                return first or self.condition(node.named_children[1])
         if node.type == "compound_statement" and node.children and _text(node.children[0]) == "((":
             return self._arithmetic(node, what)
         inner = node
@@ -425,16 +434,22 @@ class _Walk:
             rest = [c for c in node.children if c.start_byte >= name_node.end_byte and c.type != "}"]
             if rest:
                 op = _text(rest[0])
-                if op not in (":-", "-", ":=", "=", ":+", "+"):  # ${A//x/y}, ${A,,}, ${A#p}, ${A:1:2}
+                if op not in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):  # ${A//x/y}, ${A,,}, ${A#p}, ${A:1:2}
                     raise self.fail(node, f"cannot follow the expansion `{_text(node)}`")
-                arg = "".join(self.word(c, split=False, strict=strict, what=what)[0] for c in rest[1:] if c.is_named)
+                parts = [self.word(c, split=False, strict=strict, what=what)[0] for c in rest[1:] if c.is_named]
+                unknown = next((p for p in parts if isinstance(p, _Unknown)), None)
+                arg = unknown if unknown is not None else "".join(parts)
+                if op in (":?", "?") and (value is None or (op == ":?" and value == "")):
+                    raise self.fail(
+                        node, f"{name} is not set, so bash stops here ({arg or 'parameter null or not set'})"
+                    )
                 if op in (":-", "-", ":=", "="):
                     empty = value is None or (op.startswith(":") and value == "")
                     if empty:
                         value = arg
                         if "=" in op:
                             self.local[name] = arg
-                else:
+                elif op in (":+", "+"):
                     value = "" if value is None or (op == ":+" and value == "") else arg
         if value is None:
             if strict:
