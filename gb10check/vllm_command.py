@@ -97,6 +97,11 @@ def _line(node: tree_sitter.Node) -> int:
     return node.start_point[0] + 1
 
 
+def _unreadable(detail: str, script: str) -> ParseError:
+    """The script does what this reading cannot follow (or what bash itself refuses)."""
+    return ParseError(WHAT, detail, script, hint_ids=("container-script-unreadable",))
+
+
 class _ScriptEnds(Exception):
     """`exec CMD` or `exit` ran: the walk stops where the shell would."""
 
@@ -112,7 +117,7 @@ class _Walk:
         self.subshells = 0  # inside a pipeline's part: its `exec` or `exit` ends only that part
 
     def fail(self, node: tree_sitter.Node, detail: str) -> ParseError:
-        return ParseError(WHAT, f"line {_line(node)}: {detail}", self.script)
+        return _unreadable(f"line {_line(node)}: {detail}", self.script)
 
     def lookup(self, name: str) -> str | None:
         if name.isdigit():
@@ -546,25 +551,67 @@ def _vllm_options(argv: list[str]) -> tuple[str | None, dict[str, str | None]]:
 _CLOSERS = {"if": "fi", "case": "esac", "do": "done", "{": "}", "(": ")", "$(": ")", '"': '"'}
 
 
-def vllm_runs(script: str, env: dict[str, str], arguments: tuple[str, ...] = ()) -> list[VllmRun]:
+def vllm_runs(script: str, env: dict[str, str], arguments: tuple[str, ...] = (), shell: str = "bash") -> list[VllmRun]:
     """The `vllm serve` invocations that run with this environment (NODE_RANK chooses branches);
-    `arguments` are the script's $0, $1, ... (`bash -c SCRIPT NAME ARGS`)."""
+    `arguments` are the script's $0, $1, ... (`bash -c SCRIPT NAME ARGS`); `shell` the one that runs
+    it (under sh, bash's own syntax is refused: it would not do there what it says)."""
     tree = _parser().parse(script.encode())
     if tree.root_node.has_error:
         bad = next((n for n in _descendants(tree.root_node) if n.is_missing), None)
         if bad is not None:
-            raise ParseError(WHAT, f"bash cannot parse it: `{bad.type}` is missing at line {_line(bad)}", script)
+            raise _unreadable(f"bash cannot parse it: `{bad.type}` is missing at line {_line(bad)}", script)
         bad = next((n for n in _descendants(tree.root_node) if n.type == "ERROR"), tree.root_node)
         opener = next((c.type for c in bad.children if c.type in _CLOSERS), None)
         if opener == '"':
-            raise ParseError(WHAT, f'bash cannot parse it: a `"` quote never closes (line {_line(bad)})', script)
+            raise _unreadable(f'bash cannot parse it: a `"` quote never closes (line {_line(bad)})', script)
         if opener is not None:
-            raise ParseError(WHAT, f"`{opener}` without `{_CLOSERS[opener]}` (line {_line(bad)})", script)
-        raise ParseError(WHAT, f"bash cannot parse it near line {_line(bad)}: {_text(bad)[:80]!r}", script)
+            raise _unreadable(f"`{opener}` without `{_CLOSERS[opener]}` (line {_line(bad)})", script)
+        raise _unreadable(f"bash cannot parse it near line {_line(bad)}: {_text(bad)[:80]!r}", script)
+    if shell in _POSIX_SHELLS:
+        for node in _descendants(tree.root_node):
+            bashism = _bashism(node)
+            if bashism:
+                raise _unreadable(
+                    f"line {_line(node)}: {bashism} is bash's, and this script runs under {shell} (dash in "
+                    "Debian/Ubuntu-based images such as vLLM's, where it does not do what it says): run it with "
+                    "bash -c, or write it for sh",
+                    script,
+                )
     walk = _Walk(script, env, arguments)
     with contextlib.suppress(_ScriptEnds):
         walk.statements(tree.root_node)
     return walk.runs
+
+
+_POSIX_SHELLS = frozenset({"sh", "dash", "ash"})
+
+
+def _bashism(node: tree_sitter.Node) -> str | None:
+    """What in this node sh (dash) does not read as bash does, or None."""
+    first = node.children[0].type if node.children else ""
+    if node.type == "test_command" and first == "[[":
+        return "`[[ ... ]]`"
+    if (
+        node.type == "test_command"
+        and first == "["
+        and any(c.type == "binary_expression" and any(o.type == "==" for o in c.children) for c in node.named_children)
+    ):
+        return "`==` inside `[ ]` (sh's test knows `=`)"
+    if node.type == "compound_statement" and first == "((":
+        return "`(( ... ))`"
+    if node.type == "ansi_c_string":
+        return "`$'...'`"
+    if node.type == "array":
+        return "an array"
+    if node.type == "file_redirect" and first in ("&>", "&>>"):
+        return "`&>` (sh runs the command in the background and empties the file)"
+    if node.type == "function_definition" and first == "function":
+        return "`function NAME`"
+    if node.type == "herestring_redirect":
+        return "`<<<`"
+    if node.type == "command_name" and _text(node) == "source":
+        return "`source` (sh has `.`)"
+    return None
 
 
 def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
@@ -572,14 +619,16 @@ def rank_run(service: ComposeService, rank: int, what: str) -> VllmRun:
 
     The service must have been read with this rank's .env: its NODE_RANK chooses the branch.
     """
-    script, arguments = shell_script(service.script_argv)
+    script, arguments, shell = shell_script(service.script_argv)
     env = service.environment
     if "HOME" not in env and not service.get("user"):  # Docker sets HOME to its user's: root's without `user:`
         env = {**env, "HOME": "/root"}
-    runs = vllm_runs(script, env, arguments)
+    runs = vllm_runs(script, env, arguments, shell)
     if len(runs) != 1:
         found = "no `vllm serve`" if not runs else f"{len(runs)} `vllm serve` commands"
-        raise ParseError(what, f"rank {rank} runs {found}; expected exactly one", script)
+        raise ParseError(
+            what, f"rank {rank} runs {found}; expected exactly one", script, hint_ids=("container-script-unreadable",)
+        )
     return runs[0]
 
 
@@ -587,9 +636,9 @@ _SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
 _SHORT_OPTIONS = re.compile(r"-[A-Za-z]+")
 
 
-def shell_script(argv: list[str]) -> tuple[str, tuple[str, ...]]:
-    """(the shell text, its $0 $1 ...) of `bash -lc SCRIPT NAME ARGS` / `sh -c SCRIPT`, or the argv
-    itself as the text when exec'd directly.
+def shell_script(argv: list[str]) -> tuple[str, tuple[str, ...], str]:
+    """(the shell text, its $0 $1 ..., the shell) of `bash -lc SCRIPT NAME ARGS` / `sh -c SCRIPT`, or
+    the argv itself as the text (for bash's reading) when exec'd directly.
 
     Only a shell's own leading short options count: `vllm serve m -cc.cudagraph_mode=...` is no `-c`."""
     if argv and posixpath.basename(argv[0]) in _SHELLS:
@@ -597,5 +646,6 @@ def shell_script(argv: list[str]) -> tuple[str, tuple[str, ...]]:
             if not _SHORT_OPTIONS.fullmatch(arg):
                 break
             if "c" in arg[1:]:
-                return argv[i + 1], tuple(argv[i + 2 :]) or (argv[0],)  # without NAME, $0 is the shell
-    return " ".join(shlex.quote(a) for a in argv), ()
+                shell = posixpath.basename(argv[0])
+                return argv[i + 1], tuple(argv[i + 2 :]) or (argv[0],), shell  # without NAME, $0 is the shell
+    return " ".join(shlex.quote(a) for a in argv), (), "bash"

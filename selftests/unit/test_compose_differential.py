@@ -59,8 +59,8 @@ def _fallback(folder: Path, container: str) -> ComposeService:
 def _runs(service: ComposeService) -> object:
     """What the container's command runs with its environment, or the refusal, as data."""
     try:
-        script, arguments = shell_script(service.script_argv)
-        return [(r.argv, r.environment) for r in vllm_runs(script, service.environment, arguments)]
+        script, arguments, shell = shell_script(service.script_argv)
+        return [(r.argv, r.environment) for r in vllm_runs(script, service.environment, arguments, shell)]
     except ParseError as exc:
         return f"refused: {exc}"
 

@@ -2,7 +2,8 @@
 
 Each selftests/data/script_cases/*.sh is a container script with a header: `# what:` it covers and
 `# reader: agrees` or `# reader: refuses <regex>`, and optionally `# arguments:` (a JSON list: the
-words after the script in `bash -c SCRIPT NAME ARGS...`, $0 first). For an agreeing case, real bash runs the script
+words after the script in `bash -c SCRIPT NAME ARGS...`, $0 first) and `# shell: sh` (the script is
+run by `sh -c`: dash here, as in vLLM's Ubuntu-based images). For an agreeing case, real bash runs the script
 here (never on a node: the suite itself never executes a script) for rank 0 and rank 1, in a
 sandbox whose PATH puts a recorder in front of `vllm` and `python3`: each invocation writes its
 argv and environment. gb10check.vllm_command must find the same invocations, with the same
@@ -36,6 +37,7 @@ CONTAINER_ENV = {
     "HOME": "/home/vllm",
     "PATH": "/usr/local/bin:/usr/bin:/bin",
 }
+SHELLS = {"bash": "/bin/bash", "sh": "/usr/bin/dash"}  # sh: dash, as in vLLM's Ubuntu-based images
 # what bash or the recorder's interpreter add to a child's environment on their own
 NOT_THE_CONTAINERS = ("PWD", "SHLVL", "_", "OLDPWD", "LC_CTYPE", "PATH", "RECORD_DIR")
 RECORDER = f"""#!{sys.executable}
@@ -47,15 +49,15 @@ record = {{"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]], "env": dict(o
 
 
 def _header(path: Path) -> dict[str, str]:
-    header = dict(re.findall(r"^# (what|reader|arguments): (.*)$", path.read_text(), re.M))
+    header = dict(re.findall(r"^# (what|reader|arguments|shell): (.*)$", path.read_text(), re.M))
     assert {"what", "reader"} <= set(header), f"{path.name}: a case starts with `# what:` and `# reader:`"
     return header
 
 
-def _bash(
-    script: str, arguments: tuple[str, ...], env: dict[str, str], sandbox: Path
+def _shell(
+    script: str, arguments: tuple[str, ...], env: dict[str, str], sandbox: Path, shell: str = "bash"
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """What bash runs: (arguments after the vLLM entry point, environment) per invocation."""
+    """What the shell runs: (arguments after the vLLM entry point, environment) per invocation."""
     (sandbox / "bin").mkdir()
     records = sandbox / "records"
     records.mkdir()
@@ -64,7 +66,7 @@ def _bash(
         (sandbox / "bin" / name).chmod(0o755)
     path = f"{sandbox / 'bin'}:/usr/bin:/bin"
     run = subprocess.run(
-        ["/bin/bash", "-c", script, *arguments],
+        [SHELLS[shell], "-c", script, *arguments],
         env={**env, "PATH": path, "RECORD_DIR": str(records)},
         cwd=sandbox,
         capture_output=True,
@@ -80,8 +82,10 @@ def _bash(
     return out
 
 
-def _reader(script: str, arguments: tuple[str, ...], env: dict[str, str]) -> list[tuple[list[str], dict[str, str]]]:
-    runs = vllm_runs(script, env, arguments)
+def _reader(
+    script: str, arguments: tuple[str, ...], env: dict[str, str], shell: str = "bash"
+) -> list[tuple[list[str], dict[str, str]]]:
+    runs = vllm_runs(script, env, arguments, shell)
     return [(list(r.argv), {k: v for k, v in r.environment.items() if k not in NOT_THE_CONTAINERS}) for r in runs]
 
 
@@ -96,14 +100,26 @@ def test_the_reader_finds_what_bash_runs(path, rank, tmp_path):
     script = path.read_text()
     header = _header(path)
     reader, arguments = header["reader"], tuple(json.loads(header.get("arguments", "[]")))
+    shell = header.get("shell", "bash")
     env = {**CONTAINER_ENV, "NODE_RANK": rank, "LOG_DIR": str(tmp_path), "WORKDIR": str(tmp_path)}
     if reader.startswith("refuses "):
         with pytest.raises(ParseError, match=reader.removeprefix("refuses ")):
-            vllm_runs(script, env, arguments)
+            vllm_runs(script, env, arguments, shell)
         return
-    by_bash = _bash(script, arguments, env, tmp_path)
-    assert by_bash, "bash ran no vLLM: the case tests nothing"
-    assert _reader(script, arguments, env) == by_bash
+    by_shell = _shell(script, arguments, env, tmp_path, shell)
+    assert by_shell, f"{shell} ran no vLLM: the case tests nothing"
+    assert _reader(script, arguments, env, shell) == by_shell
+
+
+def test_under_sh_the_bash_syntax_the_reader_refuses_does_something_else(tmp_path):
+    """Why `[[ ]]` under `sh -c` is refused and not read as bash would: dash takes the other branch."""
+    script = (CASES / "sh-double-brackets.sh").read_text()
+    env = {**CONTAINER_ENV, "NODE_RANK": "0"}
+    (tmp_path / "bash").mkdir()
+    (tmp_path / "sh").mkdir()
+    [(by_bash, _)] = _shell(script, (), env, tmp_path / "bash", "bash")
+    [(by_dash, _)] = _shell(script, (), env, tmp_path / "sh", "sh")
+    assert by_bash == ["org/m", "--port", "8000"] and by_dash == ["org/m", "--headless"]
 
 
 def test_home_is_what_docker_gives_the_container():

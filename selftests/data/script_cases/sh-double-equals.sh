@@ -1,0 +1,4 @@
+# what: `==` in `[ ]` under sh: dash's test refuses it, the condition is false on every rank
+# reader: refuses `==` inside `\[ \]` \(sh's test knows `=`\) is bash's
+# shell: sh
+if [ "$NODE_RANK" == 0 ]; then vllm serve org/m --port 8000; else vllm serve org/m --headless; fi
