@@ -112,15 +112,22 @@ def _serve(command: list[str], log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
+def _get(url: str, **kwargs: Any) -> Any:
+    """A JSON answer; a starting Prometheus's `503 Service Unavailable` is an HTTPError (retried)."""
+    reply = httpx.get(url, timeout=5, **kwargs)
+    reply.raise_for_status()
+    return reply.json()
+
+
 def _query(prometheus: str, expr: str) -> list[dict[str, Any]]:
-    reply = httpx.get(f"{prometheus}/api/v1/query", params={"query": expr}, timeout=5).json()
+    reply = _get(f"{prometheus}/api/v1/query", params={"query": expr})
     assert reply["status"] == "success", (expr, reply)
     return list(reply["data"]["result"])
 
 
 def _firing(prometheus: str, expected: str) -> list[dict[str, Any]]:
     """The firing alerts, once `expected` is among them."""
-    alerts = httpx.get(f"{prometheus}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+    alerts = _get(f"{prometheus}/api/v1/alerts")["data"]["alerts"]
     firing = [a for a in alerts if a["state"] == "firing"]
     return firing if any(a["labels"]["alertname"] == expected for a in firing) else []
 
@@ -180,7 +187,9 @@ def prometheus(tmp_path: Path, textfile: Path) -> Iterator[str]:
                 f"--web.listen-address=127.0.0.1:{prometheus_port}"], tmp_path / "prometheus.log"),
     ]  # fmt: skip
     try:
-        yield f"http://127.0.0.1:{prometheus_port}"
+        url = f"http://127.0.0.1:{prometheus_port}"
+        _until("Prometheus is ready", lambda: httpx.get(f"{url}/-/ready", timeout=5).status_code == 200, budget=60)
+        yield url
     finally:
         for server in servers:
             server.terminate()
@@ -206,7 +215,7 @@ def test_prometheus_scrapes_the_run_fires_its_alerts_and_answers_the_dashboard(p
     failing = {labels["check"] for labels in by_name.get("GB10CheckFailing", [])}
     assert f"test_rdma_bandwidth[{SLOW_LINK}]" in failing and "test_rdma_bandwidth_all_links_at_once" in failing
     assert not {"GB10NodeUnreachable", "GB10CheckStale"} & set(by_name), by_name
-    groups = httpx.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
+    groups = _get(f"{prometheus}/api/v1/rules")["data"]["groups"]
     assert [r["health"] for g in groups for r in g["rules"]] == ["ok"] * len(_rule_expressions())
 
     # every panel of the dashboard shows something for this run ($instance: all of them)
