@@ -278,12 +278,7 @@ def load_service(
     _check_keys(doc, what, text)
     interp = Interpolation(dict(dotenv), what)
     services = {name: interp.walk(svc) for name, svc in doc["services"].items()}
-    active = {p for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p}
-    hidden = {n: svc["profiles"] for n, svc in services.items() if isinstance(svc, dict) and _inactive(svc, active)}
-    left_out = ", ".join(f"{n} is behind profiles {', '.join(map(str, p))}" for n, p in hidden.items())
-    if left_out:
-        left_out += f", not active (COMPOSE_PROFILES in the .env: {','.join(sorted(active)) or 'unset'})"
-    services = {n: svc for n, svc in services.items() if n not in hidden}
+    services, left_out = _active_services(services, dotenv)
     name = choose_service(services, container, what, text, left_out=left_out)
     raw = services[name]
     env: dict[str, str | None] = {}
@@ -303,10 +298,20 @@ def load_service(
     return ComposeService(name, raw, {k: v for k, v in env.items() if v is not None}, FALLBACK, why)
 
 
-def _inactive(service: dict[str, Any], active: set[str]) -> bool:
-    """Compose leaves out a service with `profiles:` none of which is active ("*" activates all)."""
-    profiles = service.get("profiles") or []
-    return bool(profiles) and "*" not in active and not active.intersection(map(str, profiles))
+def _active_services(services: dict[str, Any], dotenv: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The services Compose runs, and what it leaves out: a service with `profiles:` none of which
+    COMPOSE_PROFILES (in the .env) activates ("*" activates all)."""
+    active = {p for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p}
+    hidden = {
+        name: [str(p) for p in svc.get("profiles") or []]
+        for name, svc in services.items()
+        if svc.get("profiles") and "*" not in active and not active.intersection(map(str, svc["profiles"]))
+    }
+    if not hidden:
+        return services, ""
+    left_out = ", ".join(f"{n} is behind profiles {', '.join(p)}" for n, p in hidden.items())
+    left_out += f", not active (COMPOSE_PROFILES in the .env: {','.join(sorted(active)) or 'unset'})"
+    return {n: svc for n, svc in services.items() if n not in hidden}, left_out
 
 
 def _check_keys(doc: dict[str, Any], what: str, text: str) -> None:
