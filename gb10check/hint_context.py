@@ -10,7 +10,6 @@ value here (the error did not say which file) is left out rather than printed ha
 from __future__ import annotations
 
 import getpass
-import ipaddress
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -38,14 +37,15 @@ FIELDS = {
     "hub_folder": "the model's hub folder in the HF cache",
     "model": "the model the service serves",
     "api_url": "the API's base URL",
-    "qsfp_subnet": "each QSFP link's subnet (a list)",
-    "netdev": "the QSFP netdevs (a list; the failing link's alone when the check names it)",
-    "control_netdev": "the first QSFP netdev (the control plane's)",
-    "rdma_devices": "the links' RDMA devices, comma-separated (as NCCL_IB_HCA takes them)",
-    "node_qsfp_ip": "the node's address on the first QSFP link",
-    "node_qsfp_ips": "the node's addresses on every QSFP link (a list)",
-    "rank0_qsfp_ip": "rank 0's address on the first QSFP link",
-    "gid_index": "the GID index the inventory's first link uses",
+    "qsfp_subnet": "the subnets of the node's rails (a list; every rail's for a check across the cluster)",
+    "netdev": "the node's fabric netdevs (a list; the failing member's alone when the check names it)",
+    "control_netdev": "the control plane's netdev ([control], else a pair's first rail)",
+    "rdma_devices": "the node's RDMA devices on its rails, comma-separated (as NCCL_IB_HCA takes them)",
+    "node_qsfp_ip": "the node's address on a rail it shares with rank 0 (else its control-plane address)",
+    "node_qsfp_ips": "the node's addresses on every rail (a list)",
+    "rank0": "rank 0's node name (where the API and the suite run)",
+    "rank0_qsfp_ip": "rank 0's address on a rail it shares with the node (else its control-plane address)",
+    "gid_index": "the GID index of the node's rails",
     "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",
     "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
@@ -86,16 +86,21 @@ def context_for(
         "connect_timeout": str(max(1, round(inventory.ssh.connect_timeout))),
         "known_hosts": inventory.ssh.known_hosts or "~/.ssh/known_hosts",
     }
-    links = inventory.links
-    if links:
-        ctx["qsfp_subnet"] = sorted(
-            {str(ipaddress.ip_interface(a).network) for link in links for a in link.addresses.values()}
+    rank0 = inventory.api_node.name
+    ctx["rank0"] = rank0
+    mine = inventory.members_of(node) if node is not None else []
+    rails = [rail for rail, _ in mine] or list(inventory.rails)
+    if rails:
+        ctx["qsfp_subnet"] = list(dict.fromkeys(str(rail.subnet) for rail in rails))
+        ctx["netdev"] = (
+            [netdev] if netdev else list(dict.fromkeys(m.netdev for _, m in mine)) or [r.name for r in rails]
         )
-        ctx["netdev"] = [netdev] if netdev else [link.netdev for link in links]
-        ctx["control_netdev"] = links[0].netdev
-        ctx["rdma_devices"] = ",".join(link.rdma_device for link in links)
-        ctx["rank0_qsfp_ip"] = links[0].ip(inventory.api_node.name)
-        ctx["gid_index"] = str(links[0].gid_index)
+        ctx["gid_index"] = str(min(rail.gid_index for rail in rails))
+    if mine:
+        ctx["rdma_devices"] = ",".join(m.rdma_device for _, m in mine)
+    control = inventory.control_netdev(node or rank0)
+    if control is not None:
+        ctx["control_netdev"] = control
     d = inventory.deployment
     if d is not None:
         ctx |= {
@@ -125,9 +130,15 @@ def context_for(
             "ssh_target": f"{spec.user}@{host}" if spec.user else host,
             "login_user": user,
         }
-        if links:
-            ctx["node_qsfp_ip"] = links[0].ip(spec.name)
-            ctx["node_qsfp_ips"] = [link.ip(spec.name) for link in links]
+        shared = inventory.rails_between(spec.name, rank0) if spec.name != rank0 else []
+        near = shared[0].ip(spec.name) if shared else inventory.control_address(spec.name)
+        if near is not None:
+            ctx["node_qsfp_ip"] = near
+        far = shared[0].ip(rank0) if shared else inventory.control_address(rank0)
+        if far is not None:
+            ctx["rank0_qsfp_ip"] = far
+        if mine:
+            ctx["node_qsfp_ips"] = [m.ip for _, m in mine]
         reads = list(root_reads)
         if reads:
             ctx["sudoers_line"] = sudoers_line(user, reads)

@@ -363,8 +363,8 @@ class SimCluster:
         ]
         # a short bandwidth run: the sim's links are veths, the figures the scenario's
         data["thresholds"] = {"bandwidth_seconds": 1, **data.get("thresholds", {})}
-        examples = {lk["netdev"]: lk for lk in data.get("links", [])}
-        data["links"] = [
+        examples = {lk["netdev"]: lk for lk in data.pop("rails", data.pop("links", []))}
+        data["rails"] = [
             {
                 **{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps", "mtu")},
                 "netdev": netdev,

@@ -1,43 +1,32 @@
-"""Reachability over each link, from rank 0 (where the suite runs): every peer answers
-don't-fragment pings of the netdev's full MTU out of that netdev; loss and round trip recorded.
-(Rank 0's SSH login to each peer over each QSFP address, the TCP half, is the preflight mesh check.)"""
+"""Reachability over each rail, from each node's own snapshot: every two nodes that share a rail
+answer each other's don't-fragment pings of the netdev's full MTU, out of that netdev; loss and
+round trip recorded. (The SSH logins over each rail, the TCP half, are the preflight mesh check.)"""
 
 import pytest
 
-from fixtures.cluster import INVENTORY, LinkOnNode
 from gb10check import probes
 
 pytestmark = pytest.mark.network
 
 
-def pytest_generate_tests(metafunc):
-    """`peer_on_link`: each peer of rank 0 on each link (the parameter's node is the peer)."""
-    if "peer_on_link" in metafunc.fixturenames:
-        inventory = metafunc.config.stash.get(INVENTORY, None)
-        rank0 = inventory.api_node.name if inventory else None
-        cases = [
-            LinkOnNode(p, link) for link in (inventory.links if inventory else []) for p in link.addresses if p != rank0
-        ]
-        metafunc.parametrize("peer_on_link", cases, ids=[str(c) for c in cases])
-
-
 @pytest.mark.smoke
 @pytest.mark.hints("qsfp-ping-lost")
-def test_peer_answers_full_frames(peer_on_link, cluster, inventory, evidence):
-    peer, link = peer_on_link.node, peer_on_link.link
-    rank0 = inventory.api_node.name
-    result = cluster.snapshot(rank0).fact(probes.ping_over(peer, link))
+def test_peer_answers_full_frames(rail_pair, cluster, evidence):
+    """The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
+    node, peer, rail = rail_pair.node, rail_pair.peer, rail_pair.rail
+    mine, theirs = rail_pair.ends()
+    result = cluster.snapshot(node).fact(probes.ping_over(mine, theirs))
     frame = f"{result.size + 28}-byte frames" if result.size is not None else "full frames"
-    mine = cluster.snapshot(rank0).fact(probes.IP_ADDR).get(link.netdev)
+    dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)
     if any("message too long" in m for m in result.messages):
         hints = ("mtu-mismatch",)
-    elif mine is None or not mine.carrier:  # rank 0's own end is dark: the link, not the peer
+    elif dev is None or not dev.carrier:  # this end is dark: the cable or the port, not the peer
         hints = ("roce-link-down",)
     else:
         hints = ()
     evidence.expect(
         result.all_answered,
-        what=f"ping {link.ip(peer)} from {rank0} over {link.netdev} ({frame}, don't fragment)",
+        what=f"ping {theirs.ip} ({peer}) from {node} out of {mine.netdev}, rail {rail.name} ({frame}, don't fragment)",
         expected=f"{result.transmitted} of {result.transmitted} answered",
         found=(
             f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss"

@@ -19,6 +19,8 @@ from selftests.e2e.runner import run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
+PAIR = "thinkstationpgx-30-thinkstationpgx-32"
+
 
 def _assert_interrupted(result: bad_day.Interrupted, signame: str, during: str | None = None) -> None:
     run = result.run
@@ -77,7 +79,7 @@ def test_a_signal_on_the_sim_at_any_moment_still_writes_the_reports(tmp_path, st
         _assert_interrupted(result, signal.Signals(signum).name, during=gpu)
     else:
         _assert_interrupted(
-            result, "SIGTERM", during="tests_network/test_bandwidth.py::test_rdma_write_runs[enp1s0f0np0]"
+            result, "SIGTERM", during=f"tests_network/test_bandwidth.py::test_rdma_write_runs[{PAIR}-enp1s0f0np0]"
         )
     # no namespace, sshd, or ib_write_bw server or client of the run is left (their command lines name the run dir)
     assert sim_leftovers(result.run.pid) == []

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from selftests.e2e.runner import PROJECT
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root")
-SLOW = "test_rdma_bandwidth[enP2p1s0f0np0]"
+SLOW = "test_rdma_bandwidth[thinkstationpgx-30-thinkstationpgx-32-enP2p1s0f0np0]"
 TREND = "test_figure_trend[test_rdma_bandwidth-enP2p1s0f0np0-bandwidth_gbps]"
 
 

@@ -133,8 +133,9 @@ def test_one_snapshot_round_trip_per_node(tmp_path):
         R0: (1, 3 + 4),
         R1: (1, 3 + 8),
     }
-    # rank 0's snapshot also logs in to rank 1 over each of the two QSFP addresses, and pings them
-    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 4 > 20
+    # each node's snapshot also logs in to the other over each of the two rails; rank 0 (the lower rank of
+    # the pair) pings rank 1 over each
+    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 2 > 20
 
 
 def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
@@ -317,4 +318,7 @@ def test_a_link_mtu_the_inventory_sets_is_held_on_both_ends(tmp_path):
     run = run_scenario(tmp_path, 'base = "healthy"\n[links.enp1s0f0np0]\nmtu = 9000\n', "-m", "network")
     mtu = "tests_network/test_interfaces.py::test_one_mtu_per_link[enp1s0f0np0]"
     assert run.failed() == {mtu: {"mtu-mismatch"}}, run.out
-    assert "the same on both ends: 9000, as the inventory says" in run.junit[mtu]["message"]
+    assert (
+        "MTU on rail enp1s0f0np0: expected the same on every member: 9000, as the inventory says"
+        in (run.junit[mtu]["message"])
+    )
