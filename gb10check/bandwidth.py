@@ -70,12 +70,17 @@ class BwRun:
 
     @property
     def where(self) -> str:
-        job = self.job
-        client = job.rail.member(job.client)
+        """The run in words: who wrote to whom, over which rail and how."""
+        return f"{self.job.client} -> {self.job.server} over rail {self.job.rail.name} ({self.setup})"
+
+    @property
+    def setup(self) -> str:
+        """How it ran: the client's netdev and device, the GID index, the TCP port, the duration."""
+        client = self.job.rail.member(self.job.client)
         assert client is not None
         return (
-            f"{job.client} -> {job.server} over rail {job.rail.name} ({client.netdev}, {client.rdma_device}, GID index "
-            f"{job.rail.gid_index}, TCP port {self.port}, {self.seconds:g} s)"
+            f"from {client.netdev}/{client.rdma_device}, GID index {self.job.rail.gid_index}, "
+            f"TCP port {self.port}, {self.seconds:g} s"
         )
 
 

@@ -122,7 +122,7 @@ def _expect_ran(evidence, run):
     failure = run.failure
     evidence.expect(
         failure is None,
-        what=f"ib_write_bw {run.where}",
+        what=f"ib_write_bw ({run.setup})",
         expected="a completed run with its average",
         found=f"{run.gbps:.2f} Gb/s" if run.gbps is not None else failure.what,
         detail=_last_lines(run.client_output) if failure else "",
@@ -147,7 +147,7 @@ def test_rdma_bandwidth(rail_pair, runs, evidence):
     evidence.figure("bandwidth_gbps", run.gbps)
     evidence.expect(
         run.gbps >= rail.min_gbps,
-        what=f"RDMA write bandwidth {run.where}",
+        what=f"RDMA write bandwidth, the rail alone ({run.setup})",
         expected=f">= {rail.min_gbps:g} Gb/s (rails[].min_gbps of {rail.name})",
         found=f"{run.gbps:.2f} Gb/s",
     )
@@ -170,7 +170,7 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, evidence):
         evidence.figure(f"bandwidth_gbps_{run.job.rail.name}", run.gbps)
     evidence.expect(
         total >= needed,
-        what=f"RDMA write bandwidth, {len(both)} rails at once from {node_pair.node} to {node_pair.peer}",
+        what=f"RDMA write bandwidth, {len(both)} rails at once",
         expected=f">= {needed:g} Gb/s (the sum of the rails' min_gbps)",
         found=f"{total:.2f} Gb/s (" + ", ".join(f"{r.job.rail.name} {r.gbps:.2f}" for r in both) + ")",
     )

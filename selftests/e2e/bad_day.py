@@ -144,6 +144,7 @@ def hung_ssh_inventory(tmp: Path, port: int) -> Path:
         "[ssh]\nconnect_timeout = 30\nuse_ssh_config = false\n"
         '[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n'
         f'[[nodes]]\nname = "mute"\nrank = 1\nhost = "127.0.0.1"\nport = {port}\n'
+        '[[rails]]\nnetdev = "lo"\nrdma_device = "none"\naddresses = { here = "10.99.0.1/24", mute = "10.99.0.2/24" }\n'
     )
     return path
 
