@@ -197,6 +197,7 @@ class Deployment(_Spec):
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
     nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses
     eager: bool = False  # vLLM runs without CUDA graphs (the log's config dump says enforce_eager=True)
+    nccl_version: str = Field("2.27.7", pattern=r"^\d+\.\d+\.\d+$")  # what every rank logs: vLLM is using nccl==
 
 
 class Expect(_Spec):
