@@ -248,10 +248,10 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             return self._send(404, {"detail": "Not Found"})
 
         def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)  # all of it, whatever the answer: the connection is kept alive
             if not self._authorised():
                 return self._send(401, {"error": "Unauthorized"})
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
             if self.path.split("?", 1)[0] != "/v1/chat/completions":
                 return self._send(404, {"detail": "Not Found"})
             try:
