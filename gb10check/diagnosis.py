@@ -1,13 +1,16 @@
 """Which row of the troubleshooting table applies when the API fails: what each node's vLLM
 container log shows (the catalogue's symptom patterns, the known noise left out), added to the
-API's failure; and how an HTTP status reads (a 5xx is the server failing, a 401 the key)."""
+API's failure; how an HTTP status reads (a 5xx is the server failing, a 401 the key); and how a
+finish_reason reads (`length`: the answer was cut short, whatever else it shows)."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from gb10check import probes
+from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError
 from gb10check.facts import container
 from gb10check.hints import Catalogue
@@ -72,4 +75,35 @@ def expect_answered(evidence: Evidence, status: int, error: str, what: str) -> N
         expected="HTTP 200",
         found="HTTP 200" if status == 200 else f"HTTP {status}: {error or 'no message'}",
         hints=hints,
+    )
+
+
+def expect_finished(evidence: Evidence, finish_reason: str | None, usage: dict[str, Any] | None, ask: Ask) -> None:
+    """finish_reason `length` is judged before what the answer says: vLLM stopped at max_tokens or the
+    context's end, so the answer lacks its end (cut in its reasoning, vLLM before 0.17 returns the raw
+    <think> block as content, 0.17 and later reasoning with no content: no parser is missing)."""
+    used = (usage or {}).get("completion_tokens")
+    used = used if isinstance(used, int) else None
+    if used is None:
+        why = "the server did not say how many tokens it generated"
+    elif used >= ask.max_tokens:
+        why = (
+            f"it used all {ask.max_tokens} tokens the suite asked for at most: the model does not come to an end "
+            "(a healthy one answers these in a few hundred; one that loops points at its weights or quantization)"
+        )
+    else:
+        why = (
+            f"the server stopped it at {used} tokens, below the {ask.max_tokens} asked: the context ends there "
+            "(--max-model-len) or the server caps output tokens (max_new_tokens of --override-generation-config "
+            "or of the model's generation_config.json)"
+        )
+    evidence.expect(
+        finish_reason != "length",
+        what=f"finish_reason ({ask.prompt!r}{', streamed' if ask.stream else ''})",
+        expected=f"the answer finished within max_tokens {ask.max_tokens} (stop, or tool_calls)",
+        found=f"length: cut short after {used if used is not None else 'an unreported number of'} completion tokens"
+        if finish_reason == "length"
+        else str(finish_reason),
+        detail=why,
+        hints=("answer-cut-short",),
     )

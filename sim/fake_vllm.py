@@ -201,6 +201,17 @@ class Shapes:
         return usage
 
 
+def cut_short(parts: list[tuple[str, str]], shapes: Shapes, parsed: bool) -> list[tuple[str, str]]:
+    """The generation max_tokens stopped inside the reasoning, as vLLM's Qwen3 parser gives it in one
+    answer: before 0.17 (vllm/reasoning/qwen3_reasoning_parser.py: no </think>, all of it is content)
+    the raw <think> block as content and no reasoning; from 0.17 on (vllm-project/vllm#35230) as
+    reasoning with no content. Streamed, both send reasoning deltas (basic_parsers' streaming path):
+    the stream keeps its parts and this applies to the whole answer only."""
+    if not parsed or any(kind != "reasoning" for kind, _ in parts) or shapes.new:
+        return parts
+    return [("content", text) for text in ["<think>", *(t for _, t in parts)]]
+
+
 def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHandler]:
     api_key = cfg.get("api_key")
     shapes = Shapes(cfg.get("shapes", "0.33"))
@@ -276,6 +287,10 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             prompt = " ".join(str(m.get("content") or "") for m in request.get("messages") or [])
             thinking = (request.get("chat_template_kwargs") or {}).get("enable_thinking", True)
             said = answer(prompt, tools, wrong=failure == "wrong-answers")
+            if failure == "endless-reasoning":  # the model thinks on and on (a loop): max_tokens ends it
+                said = Answer(
+                    " ".join([said.reasoning, "Wait, let me check that again."] * 400), said.content, said.tool
+                )
             return self._complete(request, said, thinking, len(tokens(prompt)) + 10)
 
         def _parts(self, said: Answer, thinking: bool) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
@@ -304,15 +319,23 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
         def _complete(self, request: dict[str, Any], said: Answer, thinking: bool, prompt_tokens: int) -> None:
             parts, calls = self._parts(said, thinking)
             completion = len(parts) + 1  # + EOS
+            limit = request.get("max_completion_tokens") or request.get("max_tokens")
+            cut = isinstance(limit, int) and completion > limit  # vLLM stops at max_tokens: finish_reason length
+            if cut:
+                parts, completion = parts[:limit], limit
+                calls = calls if any(kind == "tool" for kind, _ in parts) else []
             reasoning = sum(1 for kind, _ in parts if kind == "reasoning")
             cid, created = f"chatcmpl-{secrets.token_hex(8)}", int(time.time())
             engine.add(running=1, prompt=prompt_tokens)
             try:
                 if request.get("stream"):
-                    self._stream(request, parts, calls, cid, created, prompt_tokens, completion, reasoning)
+                    finish = "length" if cut else "tool_calls" if calls else "stop"
+                    self._stream(request, parts, calls, cid, created, prompt_tokens, completion, reasoning, finish)
                     return
                 time.sleep(ttft + len(parts) / rate)
                 engine.add(generated=completion)
+                if cut:
+                    parts = cut_short(parts, shapes, thinking and bool(cfg.get("reasoning_parser", True)))
                 content = "".join(t for kind, t in parts if kind == "content") or None
                 message = shapes.message(
                     None if calls else content, "".join(t for kind, t in parts if kind == "reasoning") or None, calls
@@ -322,7 +345,7 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                     "object": "chat.completion",
                     "created": created,
                     "model": served,
-                    "choices": [shapes.choice(message, "tool_calls" if calls else "stop")],
+                    "choices": [shapes.choice(message, "length" if cut else "tool_calls" if calls else "stop")],
                     "service_tier": None,
                     "system_fingerprint": None,
                     "usage": shapes.usage(prompt_tokens, completion, reasoning),
@@ -348,6 +371,7 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             prompt_tokens: int,
             completion: int,
             reasoning: int,
+            finish: str,
         ) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -389,9 +413,10 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 else:
                     delta = {"content": text}
                 self._event(chunk(shapes.delta(delta)))
-            engine.add(generated=1)  # EOS
+            if finish != "length":
+                engine.add(generated=1)  # EOS
             closing = {} if calls and shapes.new else shapes.delta({"content": ""})
-            self._event(chunk(closing, "tool_calls" if calls else "stop"))
+            self._event(chunk(closing, finish))
             if (request.get("stream_options") or {}).get("include_usage"):
                 usage = shapes.stream_usage(prompt_tokens, completion, reasoning)
                 self._event({"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,
