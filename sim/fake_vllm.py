@@ -216,6 +216,8 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
     api_key = cfg.get("api_key")
     shapes = Shapes(cfg.get("shapes", "0.33"))
     failure = cfg.get("failure")
+    # a rank is gone (its node off, its container not running): the engine's collectives wait on it
+    stuck = failure == "stuck" or bool(cfg.get("ranks_gone"))
     rate = float(cfg.get("decode_tokens_per_s", 500.0))
     ttft = float(cfg.get("ttft_s", 0.05))
     served = cfg["served_model_name"]
@@ -253,9 +255,7 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             if path == "/v1/models":
                 return self._send(200, model_list(cfg, int(time.time())))
             if path == "/metrics":
-                return self._send(
-                    200, metrics_text(engine, served, stuck=failure == "stuck"), "text/plain; version=0.0.4"
-                )
+                return self._send(200, metrics_text(engine, served, stuck=stuck), "text/plain; version=0.0.4")
             return self._send(404, {"detail": "Not Found"})
 
         def do_POST(self) -> None:
@@ -280,8 +280,10 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             tools = request.get("tools")
             if tools and request.get("tool_choice", "auto") == "auto" and not cfg.get("tool_parser", True):
                 return self._send(400, error_body(AUTO_TOOL_CHOICE, "BadRequestError", 400))
-            if failure == "stuck":  # the engine waits on a collective forever; /health still says 200
+            if stuck:  # the engine waits on a collective forever; /health still says 200
                 engine.add(running=1)
+                if request.get("stream"):  # vLLM's StreamingResponse sends its headers before the first token
+                    self._stream_headers()
                 time.sleep(3600)
                 return None
             prompt = " ".join(str(m.get("content") or "") for m in request.get("messages") or [])
@@ -355,6 +357,13 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             finally:
                 engine.add(running=-1)
 
+        def _stream_headers(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+
         def _event(self, data: Any) -> None:
             text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
             line = f"data: {text}\n\n".encode()
@@ -373,10 +382,7 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             reasoning: int,
             finish: str,
         ) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream; charset=utf-8")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
+            self._stream_headers()
 
             def chunk(delta: dict[str, Any], finish: str | None = None, first: bool = False) -> dict[str, Any]:
                 choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}

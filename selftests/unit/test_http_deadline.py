@@ -83,3 +83,55 @@ def test_a_prompt_server_still_answers():
         client.close()
         server.shutdown()
     assert (first.status, first.text, second.status) == (200, "{}", 200)
+
+
+def _silent_after_headers():
+    """A loopback server that answers a stream's headers at once, then says nothing (a stuck engine)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+                stop.wait(10)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], stop
+
+
+def test_the_limit_that_fired_is_the_one_named():
+    """Headers, then silence: the read timeout (1 s here) ends it, not the 5 s total; say which."""
+    port, stop = _silent_after_headers()
+    client = api_client(port, request_timeout=5, read_timeout=1)
+    try:
+        with pytest.raises(ServiceError) as caught:
+            client.stream(model="m", messages=[])
+    finally:
+        stop.set()
+        client.close()
+    message = str(caught.value)
+    assert "nothing for 1 s (service.read_timeout)" in message, message
+    assert "HTTP 200" in message and "within 5 s" not in message, message
+    assert caught.value.hint_ids == ("service-timeout",)
+
+
+def test_the_total_bound_is_named_when_it_fires():
+    port, stop = _trickle_server("body")
+    client = api_client(port, request_timeout=2.5, read_timeout=1.5)  # a byte a second: never 1.5 s silent
+    try:
+        with pytest.raises(ServiceError) as caught:
+            client.get("/v1/models")
+    finally:
+        stop.set()
+        client.close()
+    assert "no complete answer within 2.5 s (service.request_timeout)" in str(caught.value), str(caught.value)
