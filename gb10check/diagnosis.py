@@ -14,7 +14,7 @@ from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import meaningful_text
+from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
@@ -27,6 +27,17 @@ class Finding:
     hint: str
     line: str  # the log line that shows it, or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
+    index: int | None = None  # where in the log the line is (its first showing)
+
+
+def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[Finding]:
+    """The catalogue's symptoms in one node's container log, each with the first line that shows it."""
+    out = []
+    for hint in catalogue.match(meaningful_text(lines)):
+        if hint.id not in IGNORED:
+            index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
+            out.append(Finding(node, hint.id, lines[index].text.strip() if index is not None else "", True, index))
+    return out
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:
@@ -38,13 +49,17 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
             lines = snap.fact(probes.DOCKER_LOGS) if c is not None else []
         except GB10Error:
             continue  # an unreachable node, an unreadable log: their own checks say so
-        for hint in catalogue.match(meaningful_text(lines)):
-            if hint.id not in IGNORED:
-                line = next((ln.text for ln in lines if any(p.search(ln.text) for p in hint.symptoms)), "")
-                out.append(Finding(name, hint.id, line.strip()))
+        out += findings_in(name, lines, catalogue)
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
     return out
+
+
+def startup_findings(findings: list[Finding], node: str, reached: list[Reached], last: str) -> list[Finding]:
+    """What the node's log showed while it started: up to the line where it reached its start's `last`
+    milestone (what comes after is the log check's, not the start's verdict), or all of it if it never did."""
+    end = next((r.index for r in reached if r.milestone == last), None)
+    return [f for f in findings if f.node == node and f.from_log and (end is None or f.index is None or f.index <= end)]
 
 
 def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:

@@ -7,6 +7,7 @@ deadlock with CUDA graphs. When the API is down, these say which row of the tabl
 import pytest
 
 from gb10check import probes
+from gb10check.diagnosis import startup_findings
 from gb10check.errors import GB10Error
 from gb10check.facts import container
 from gb10check.parsers.vllm_log import (
@@ -75,7 +76,7 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
     evidence.fact("graph_mode", f"{mode}{whose}" if mode else "not logged on any rank")
     if reached and reached[0].at and reached[-1].at:
         evidence.figure("startup_seconds", (reached[-1].at - reached[0].at).total_seconds())
-    mine = [f for f in findings if f.node == node.name and f.from_log]
+    mine = startup_findings(findings, node.name, reached, want[-1])  # after its start, the log check's
     evidence.expect(
         not missing and c.running,
         what=f"startup of {c.name} (rank {node.spec.rank}; {c.status})",

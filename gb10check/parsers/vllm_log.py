@@ -75,17 +75,18 @@ class Reached:
     milestone: str
     at: datetime | None
     line: str
+    index: int = 0  # the line's place in the log
 
 
 def milestones(lines: list[LogLine]) -> list[Reached]:
     """Each milestone's first line, in the order the log reached them."""
     out: list[Reached] = []
     seen: set[str] = set()
-    for line in lines:
+    for index, line in enumerate(lines):
         for m in MILESTONES:
             if m.name not in seen and m.pattern.search(line.text):
                 seen.add(m.name)
-                out.append(Reached(m.name, line.at, line.text.strip()))
+                out.append(Reached(m.name, line.at, line.text.strip(), index))
     return out
 
 
