@@ -216,13 +216,14 @@ class ApiClient:
                                 (time.monotonic() - start, json_object(data, f"an SSE event of {what}"))
                             )
         except ServiceError as exc:
-            timeout = isinstance(exc.__cause__, httpx.TimeoutException)
-            why = self.limit_that_fired(exc.__cause__, start) if timeout else str(exc).split(": ", 1)[-1]
+            cause = exc.__cause__
+            timeout = isinstance(cause, httpx.TimeoutException)
+            why = self.limit_that_fired(cause, start) if timeout and cause else str(exc).split(": ", 1)[-1]
             if not raw and reply.status:  # the headers came: the engine took the request, then said nothing
                 raise ServiceError(
                     f"{what}: HTTP {reply.status} and the event stream's headers came, then {why}",
                     hint_ids=exc.hint_ids,
-                ) from exc.__cause__
+                ) from cause
             if not raw:
                 raise
             kind = "stalled" if timeout and "service.read_timeout" in why else "was cut short"

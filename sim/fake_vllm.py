@@ -321,8 +321,9 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
         def _complete(self, request: dict[str, Any], said: Answer, thinking: bool, prompt_tokens: int) -> None:
             parts, calls = self._parts(said, thinking)
             completion = len(parts) + 1  # + EOS
-            limit = request.get("max_completion_tokens") or request.get("max_tokens")
-            cut = isinstance(limit, int) and completion > limit  # vLLM stops at max_tokens: finish_reason length
+            asked = request.get("max_completion_tokens") or request.get("max_tokens")
+            limit = asked if isinstance(asked, int) else completion
+            cut = completion > limit  # vLLM stops at max_tokens: finish_reason length
             if cut:
                 parts, completion = parts[:limit], limit
                 calls = calls if any(kind == "tool" for kind, _ in parts) else []
