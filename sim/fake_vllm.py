@@ -9,9 +9,11 @@ serving classes, run with a faked engine); `shapes` picks the version family:
 The "model" answers the suite's own prompts (factorial, weather tool call, counting, the canary
 questions) and streams them token by token at the scenario's decode rate in real time; /metrics
 counts what it generated. A scenario can make it fail as vLLM fails: 500s, a garbage body, a
-stream that stalls, an engine stuck with /health still 200, wrong answers, truncated tool
-arguments, no reasoning or tool parser. Startup (weights loading, MemAvailable falling, the log's
-milestones) can take real time before it listens (sim/startup.py drives that).
+stream that stalls, an engine stuck with /health still 200 (also when another rank is gone: its
+node off or its container not running, `ranks_gone`), wrong answers, truncated tool arguments, a
+model that reasons in a loop until max_tokens, no reasoning or tool parser. Startup (weights
+loading, MemAvailable falling, the log's milestones) can take real time before it listens
+(sim/startup.py drives that).
 
     python -m sim.fake_vllm --config service.json
 """
@@ -216,7 +218,13 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
     api_key = cfg.get("api_key")
     shapes = Shapes(cfg.get("shapes", "0.33"))
     failure = cfg.get("failure")
-    # a rank is gone (its node off, its container not running): the engine's collectives wait on it
+    # A rank is gone (its node off, its container not running): every forward pass is a collective over
+    # all ranks, so rank 0's worker waits in it and its engine waits on the worker's reply. vLLM's
+    # MultiprocExecutor.collective_rpc gives up after VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (300 s: "RPC call
+    # to execute_model timed out."), the EngineCore dies, requests get 500 and the API server exits
+    # (entrypoints/launcher.py terminate_if_errored). Until then /health answers 200 (AsyncLLM.check_health
+    # sees no error) and a remote rank's death is not seen (the worker monitor watches local processes):
+    # the sim shows those first 300 s, which an operator meets first, as a stuck engine.
     stuck = failure == "stuck" or bool(cfg.get("ranks_gone"))
     rate = float(cfg.get("decode_tokens_per_s", 500.0))
     ttft = float(cfg.get("ttft_s", 0.05))
@@ -281,7 +289,8 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             if tools and request.get("tool_choice", "auto") == "auto" and not cfg.get("tool_parser", True):
                 return self._send(400, error_body(AUTO_TOOL_CHOICE, "BadRequestError", 400))
             if stuck:  # the engine waits on a collective forever; /health still says 200
-                engine.add(running=1)
+                # /metrics stays as the last finished engine step left it: vLLM records the scheduler's
+                # stats with each step's outputs (v1/metrics/loggers.py), and no step finishes
                 if request.get("stream"):  # vLLM's StreamingResponse sends its headers before the first token
                     self._stream_headers()
                 time.sleep(3600)
