@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,8 +15,8 @@ from selftests.unit.loopback import api_client
 BODY = b'{"object": "list", "data": []}' + b" " * 70
 
 
-def _trickle_server(phase: str):
-    """A loopback server answering one byte a second, in the headers or in the body."""
+def _loopback_server(answer: Callable[[socket.socket, threading.Event], None]):
+    """A loopback server that reads each request, then answers it with `answer(conn, stop)`."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -30,20 +31,28 @@ def _trickle_server(phase: str):
                 continue
             with conn:
                 conn.recv(65536)
-                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
-                slow, fast = (head.encode() + BODY, b"") if phase == "headers" else (BODY, head.encode())
-                conn.sendall(fast)
-                for byte in slow:
-                    if stop.wait(1.0):
-                        break
-                    try:
-                        conn.sendall(bytes([byte]))
-                    except OSError:
-                        break
+                answer(conn, stop)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    threading.Thread(target=serve, daemon=True).start()
     return listener.getsockname()[1], stop
+
+
+def _trickle_server(phase: str):
+    """A loopback server answering one byte a second, in the headers or in the body."""
+
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
+        slow, fast = (head.encode() + BODY, b"") if phase == "headers" else (BODY, head.encode())
+        conn.sendall(fast)
+        for byte in slow:
+            if stop.wait(1.0):
+                break
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                break
+
+    return _loopback_server(answer)
 
 
 @pytest.mark.parametrize("phase", ["headers", "body"])
@@ -87,26 +96,13 @@ def test_a_prompt_server_still_answers():
 
 def _silent_after_headers():
     """A loopback server that answers a stream's headers at once, then says nothing (a stuck engine)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    stop = threading.Event()
 
-    def serve() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-                             b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
-                stop.wait(10)
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+        stop.wait(10)
 
-    threading.Thread(target=serve, daemon=True).start()
-    return listener.getsockname()[1], stop
+    return _loopback_server(answer)
 
 
 def test_the_limit_that_fired_is_the_one_named():
