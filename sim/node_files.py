@@ -341,6 +341,7 @@ def _startup(
         port=service.port,
         transport=deployment.nccl_transport,
         eager=deployment.eager,
+        nccl_version=deployment.nccl_version,
     )
 
 

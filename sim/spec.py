@@ -184,7 +184,9 @@ class FakeApi(_Spec):
     tool_parser: bool = True  # false: a tool call with tool_choice auto gets vLLM's 400
     decode_tokens_per_s: float = Field(500.0, gt=0)  # real time per generated token
     ttft_s: float = Field(0.05, ge=0)
-    failure: Literal["5xx", "garbage", "stall", "stuck", "wrong-answers", "tool-args-truncated"] | None = None
+    failure: (
+        Literal["5xx", "garbage", "stall", "stuck", "wrong-answers", "tool-args-truncated", "endless-reasoning"] | None
+    ) = None
     startup_seconds: float = Field(0, ge=0)  # weights loading before the API listens (memory falls, the log grows)
     startup_min_available_kb: int | None = (
         None  # MemAvailable at the end of loading (default: what a healthy start leaves)
@@ -197,6 +199,7 @@ class Deployment(_Spec):
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
     nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses
     eager: bool = False  # vLLM runs without CUDA graphs (the log's config dump says enforce_eager=True)
+    nccl_version: str = Field("2.27.7", pattern=r"^\d+\.\d+\.\d+$")  # what every rank logs: vLLM is using nccl==
 
 
 class Expect(_Spec):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,9 @@ def parse_version(text: str) -> str:
 
 
 # -- chat completions (the SDK's objects as dicts: model_dump() keeps vLLM's extra fields) -------------
+# Qwen3's think tags: in an answer's content they mean no reasoning parser took them out (the content
+# of an answer cut short in its reasoning too, before vLLM 0.17: judge finish_reason first)
+THINK_TAG = re.compile(r"</?think>")
 REASONING_FIELDS = ("reasoning", "reasoning_content")  # vLLM >= 0.16 / <= 0.15 (0.11.1-0.15.x: both)
 
 

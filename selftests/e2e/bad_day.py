@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selftests.e2e.runner import SuiteRun, finish, run_suite, start_suite
+from sim.scenario import load_scenario
 
 R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 CONNECT_TIMEOUT = 2  # the fault scenarios' [ssh] connect_timeout: short, so the bound is what is measured
@@ -25,6 +26,10 @@ UNREACHABLE = {
     "blackholed": f'base = "healthy"\n[nodes.{R1}]\nblackholed = true\n',  # its SSH port drops every packet
     "sshd-refusing": f'base = "healthy"\n[nodes.{R1}]\nsshd = false\n',  # up, nothing listens on port 22
 }
+# what else a fault costs, in seconds: with rank 1 powered off, rank 0's engine waits for it, so the
+# service stage's four rounds of requests (the checks' requests at once, the decode request, the
+# liveness request, the load) each wait node-down's request_timeout (sim/scenarios/node-down.toml)
+WAITS = {"node-down": 4 * load_scenario("node-down").data["inventory"]["service"]["request_timeout"]}
 
 
 def scenario_file(tmp: Path, name: str, body: str) -> Path:
