@@ -23,6 +23,7 @@ which the pytest plugin turns into troubleshooting text.
 
 from __future__ import annotations
 
+from gb10check.neutralise import neutralise
 from gb10check.redact import redact
 
 
@@ -32,6 +33,7 @@ class GB10Error(Exception):
     def __init__(
         self, message: str, *, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
+        message = neutralise(message)  # shown, never obeyed: a node's escapes do not reach the terminal
         super().__init__(redact(message))  # every message may quote a node's output
         if hint_ids:
             self.hint_ids = hint_ids

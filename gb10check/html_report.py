@@ -22,6 +22,7 @@ import pygal
 from pygal.style import Style
 
 from gb10check.history import Run, direction, figure_of, figures_of
+from gb10check.neutralise import neutralise_tree
 
 TEMPLATE = Path(__file__).parent / "templates" / "report.html.j2"
 CLUSTER = "cluster"  # the column of checks about no one node
@@ -115,6 +116,8 @@ def render(
     troubleshooting: dict[str, str],
     history: Sequence[Run] = (),
 ) -> str:
+    # escaped as HTML by jinja2; a node's control characters shown too (a `cat report.html` replays nothing)
+    summary, troubleshooting = neutralise_tree(summary), neutralise_tree(troubleshooting)  # type: ignore[assignment]
     columns, rows = grid(summary)
     current = figures_of(summary.get("checks", []))
     env = jinja2.Environment(

@@ -20,10 +20,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from gb10check.neutralise import neutralise, neutralise_tree
+
 UNREACHABLE = "node-unreachable"
 
 
 def registry_of(summary: dict[str, Any], nodes: list[str]) -> CollectorRegistry:
+    # a label is one line of text whatever a node printed: its control characters shown, never written raw
+    summary, nodes = neutralise_tree(summary), [neutralise(n) for n in nodes]  # type: ignore[assignment]
     registry = CollectorRegistry()
     passed = Gauge(
         "gb10check_check_passed",

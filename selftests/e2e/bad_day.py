@@ -213,3 +213,62 @@ def signal_sim_at(tmp: Path, stage: str, signum: int) -> Interrupted:
 
 
 FINAL_LINE = re.compile(r"^gb10check: interrupted by (SIGTERM|SIGINT) .*reports written to .*exit status 2$")
+
+
+# -- a node's terminal escapes -----------------------------------------------------------------
+# an xterm title, a cleared screen, a clickable OSC 8 link, a C1 CSI and a right-to-left override: what the
+# issue saw change the operator's window (TOML's \u escapes, so the scenario file stays text)
+ESCAPES = (
+    r"\u001b]0;owned by the node\u0007\u001b[2J\u001b]8;;http://evil.example/\u001b\\click here\u001b]8;;\u001b\\"
+    r"\u009b31m\u202egnp.exe\r"
+)
+# every control character but the line feed and the tab (which the reports use themselves)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escapes_scenario(tmp: Path) -> Path:
+    """Escapes in a tool's stderr (rank 1's ibdev2netdev 'not found'), a kernel log line (rank 0's Xid),
+    the served model name and the vLLM version the API reports."""
+    body = f"""base = "healthy"
+[[nodes.{R1}.stubs]]
+tool = "ibdev2netdev"
+stderr = "sh: 1: ibdev2netdev: not found {ESCAPES}\\n"
+rc = 127
+
+[nodes.{R0}]
+kernel_log = ["[90211.553018] NVRM: Xid (PCI:000f:01:00): 43, pid=48211, name=python3 {ESCAPES}"]
+
+[service]
+served_model_name = "qwen3.8-flash-next{ESCAPES}"
+vllm_version = "0.12.0{ESCAPES}"
+"""
+    path = tmp / "escapes.toml"
+    path.write_text(body)
+    return path
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def controls(tmp: Path, run: SuiteRun) -> dict[str, int]:
+    """How many control characters each output holds: the terminal, and every report file as a reader
+    gets it (summary.json's strings decoded, XML and HTML character references resolved)."""
+    import html
+    import json
+
+    found = {"terminal": len(CONTROL.findall(run.out))}
+    for path in sorted((tmp / "reports").iterdir()):
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        # summary.json's strings as decoded; &#27; in JUnit or report.html is an ESC for whoever reads it
+        decoded = "\n".join(_strings(json.loads(text))) if path.suffix == ".json" else html.unescape(text)
+        found[path.name] = len(CONTROL.findall(text)) + len(CONTROL.findall(decoded))
+    return found

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from selftests.e2e import bad_day
-from selftests.e2e.bad_day import FINAL_LINE, R1
+from selftests.e2e.bad_day import FINAL_LINE, R0, R1
 from selftests.e2e.runner import run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
@@ -224,3 +224,25 @@ def test_sim_and_cluster_together_is_an_error(tmp_path):
 def test_the_origin_of_the_inventory_path_is_named(tmp_path):
     run = run_suite(tmp_path, env={"GB10_CLUSTER": "/nonexistent/cluster.toml"})
     assert run.rc == 4 and "/nonexistent/cluster.toml not found, from $GB10_CLUSTER" in run.out, run.out
+
+
+@pytest.mark.sim
+def test_a_nodes_terminal_escapes_are_shown_never_obeyed(tmp_path):
+    """ESC sequences (a window title, a cleared screen, an OSC 8 link), a C1 CSI, a carriage return and a
+    right-to-left override in a tool's stderr, a kernel log line, the served model name and the vLLM
+    version: each reaches the reports, shown as its escape, and no control character reaches the terminal,
+    summary.md, summary.json's strings, junit.xml, report.html or the Prometheus file."""
+    scenario = bad_day.escapes_scenario(tmp_path)
+    prom = tmp_path / "reports" / "gb10check.prom"
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "not performance", f"--prometheus={prom}")
+    failed = run.failed()
+    # the planted text did reach the outputs: the neutralising is what kept the bytes out
+    assert failed.get(f"tests_network/test_kernel_log.py::test_no_gpu_xid_errors[{R0}]") == {"gpu-xid"}, run.out
+    assert any(h == {"tool-missing"} and R1 in tid for tid, h in failed.items()), failed
+    assert "tests_service/test_models.py::test_served_model[thinkstationpgx-30]" in failed, run.out
+    shown = r"\x1b]0;owned by the node\x07\x1b[2J\x1b]8;;http://evil.example/\x1b\click here\x1b]8;;\x1b\\x9b31m"
+    assert shown + r"\u202egnp.exe\r" in run.out, run.out[-3000:]
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert f"vllm_version | 0.12.0{shown}" in summary
+    assert bad_day.controls(tmp_path, run) == dict.fromkeys(bad_day.controls(tmp_path, run), 0)
+    assert prom.exists() and (tmp_path / "reports" / "report.html").exists()
