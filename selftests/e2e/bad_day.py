@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -261,7 +262,6 @@ def controls(tmp: Path, run: SuiteRun) -> dict[str, int]:
     """How many control characters each output holds: the terminal, and every report file as a reader
     gets it (summary.json's strings decoded, XML and HTML character references resolved)."""
     import html
-    import json
 
     found = {"terminal": len(CONTROL.findall(run.out))}
     for path in sorted((tmp / "reports").iterdir()):
@@ -272,3 +272,115 @@ def controls(tmp: Path, run: SuiteRun) -> dict[str, int]:
         decoded = "\n".join(_strings(json.loads(text))) if path.suffix == ".json" else html.unescape(text)
         found[path.name] = len(CONTROL.findall(text)) + len(CONTROL.findall(decoded))
     return found
+
+
+# -- a hostile history folder ------------------------------------------------------------------
+# JSON fragments no kept run holds where a value belongs: each type in the wrong place, numbers no float
+# holds, NaN and infinities (JSON has none), nesting past any parser's depth, a lone surrogate (no UTF-8)
+HOSTILE_VALUES = {
+    "a list": "[1, 2]",
+    "a mapping": '{"a": [1, 2]}',
+    "a string": '"text"',
+    "an empty string": '""',
+    "a negative number": "-1",
+    "a fraction": "1.5",
+    "a boolean": "true",
+    "null": "null",
+    "a 400-digit number": "1" + "0" * 400,
+    "1e999": "1e999",
+    "NaN": "NaN",
+    "Infinity": "Infinity",
+    "-Infinity": "-Infinity",
+    "100000 levels of nesting": "[" * 100_000 + "]" * 100_000,
+    "a lone surrogate": '"\\ud800"',
+}
+# whole files: not JSON, not text, too big (None: a sparse 200 MB file, made by write_hostile_history)
+HOSTILE_FILES: dict[str, bytes | None] = {
+    "not JSON": b"{ not json",
+    "empty": b"",
+    "truncated": b'{"schema_version": 1, "checks": [{"test": "t", ',
+    "NUL bytes": b'{"schema_version": 1\x00\x00}',
+    "Latin-1": b'{"schema_version": 1, "inventory": "caf\xe9"}',
+    "UTF-16": '{"schema_version": 1}'.encode("utf-16"),
+    "a JSON null": b"null",
+    "200 MB": None,
+}
+_MARK = "\x00gb10check-hostile\x00"
+
+
+def history_template() -> dict[str, object]:
+    """A kept run as gb10check writes it: a check with evidence, a figure, a fact and a link, a failed one."""
+    from gb10check.report import Row, Summary
+    from gb10check.verdict import Comparison
+
+    summary = Summary(1767225600.0, "/etc/gb10check/cluster.toml", None)
+    summary.rows = [
+        Row(
+            "tests_network/test_bandwidth.py::test_rdma_bandwidth[enp1s0f0np0]",
+            "test_rdma_bandwidth[enp1s0f0np0]",
+            None,
+            "passed",
+            [Comparison("ib_write_bw enp1s0f0np0", ">= 90 Gb/s", "109 Gb/s", True)],
+            link="enp1s0f0np0",
+            figures={"bandwidth_gbps": 109.0},
+            facts={"perftest": "24.01"},
+        ),
+        Row(
+            "tests_preflight/test_driver.py::test_driver_loaded[a]",
+            "test_driver_loaded[a]",
+            "a",
+            "failed",
+            hints=["driver-mismatch"],
+            message="[driver-mismatch] ...",
+        ),
+    ]
+    summary.transports = {"a": {"connections": 1, "commands": 2, "snapshot_probes": 35, "sent": ["id -un"]}}
+    summary.timings = {"session": 1.5}
+    return summary.to_json()
+
+
+def _paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [path]
+    if isinstance(value, dict):
+        out += [p for k, v in value.items() for p in _paths(v, (*path, k))]
+    elif isinstance(value, list):
+        out += [p for i, v in enumerate(value) for p in _paths(v, (*path, i))]
+    return out
+
+
+def _replaced(tree: object, path: tuple[object, ...], new: object) -> object:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(tree, dict):
+        return {k: (_replaced(v, rest, new) if k == head else v) for k, v in tree.items()}
+    assert isinstance(tree, list)
+    return [(_replaced(v, rest, new) if i == head else v) for i, v in enumerate(tree)]
+
+
+def hostile_runs() -> dict[str, bytes | None]:
+    """Every value of a kept run, at every level, replaced by each hostile value (plus the whole-file
+    cases): what a history folder may hold after a bad day, a bad disk or a bad neighbour."""
+    template = history_template()
+    out: dict[str, bytes | None] = {f"the file: {name}": data for name, data in HOSTILE_FILES.items()}
+    for path in _paths(template):
+        text = json.dumps(_replaced(template, path, _MARK))
+        where = ".".join(str(p) for p in path) or "the whole run"
+        for name, fragment in HOSTILE_VALUES.items():
+            out[f"{where}: {name}"] = text.replace(json.dumps(_MARK), fragment).encode()
+    return out
+
+
+def write_hostile_history(folder: Path, cases: dict[str, bytes | None]) -> list[Path]:
+    """Each case as a run file of the history folder (names as gb10check keeps them, oldest first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, data in enumerate(cases.values()):
+        path = folder / f"run-20260101T{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}Z-{i + 1}.json"
+        if data is None:
+            with path.open("wb") as fh:
+                fh.truncate(200 * 1024 * 1024)  # sparse: no 200 MB of disk
+        else:
+            path.write_bytes(data)
+        paths.append(path)
+    return paths

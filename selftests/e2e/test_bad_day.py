@@ -246,3 +246,30 @@ def test_a_nodes_terminal_escapes_are_shown_never_obeyed(tmp_path):
     assert f"vllm_version | 0.12.0{shown}" in summary
     assert bad_day.controls(tmp_path, run) == dict.fromkeys(bad_day.controls(tmp_path, run), 0)
     assert prom.exists() and (tmp_path / "reports" / "report.html").exists()
+
+
+@pytest.mark.sim
+def test_a_hostile_history_folder_costs_one_warning_per_file_and_no_report(tmp_path):
+    """A list where a mapping belongs, a 400-digit number, NaN, infinities, deep nesting, a 200 MB file, bytes
+    that are not UTF-8: each run file is skipped with its one warning, and the run writes every report,
+    keeps itself and exits by its verdicts."""
+    cases = {
+        name: data
+        for name, data in bad_day.hostile_runs().items()
+        if name.startswith(("the file:", "checks.0.figures")) and not name.endswith(("negative number", "fraction"))
+    }  # (a negative number or a fraction is a figure a run may hold)
+    history = tmp_path / "history"
+    planted = bad_day.write_hostile_history(history, cases)
+    reports = tmp_path / "reports"
+    run = run_suite(tmp_path, "--sim=healthy", "-k", "bandwidth", f"--history={history}",
+                    f"--prometheus={reports / 'gb10check.prom'}")  # fmt: skip
+    assert run.rc == 0, run.out[-3000:]
+    assert "INTERNALERROR" not in run.out and "Traceback" not in run.out
+    for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom"):
+        assert (reports / name).stat().st_size > 0, name
+    warned = [line for line in run.out.splitlines() if line.startswith("gb10check: history: ")]
+    assert len(warned) == len(cases) and all(any(str(p) in w for w in warned) for p in planted), warned
+    assert run.summary is not None and len(run.summary["history"]["warnings"]) == len(cases)
+    assert run.summary["history"]["earlier_runs"] == 0
+    kept = set(history.glob("run-*.json")) - set(planted)
+    assert len(kept) == 1 and all(p.exists() for p in planted)  # this run kept, nothing of the folder deleted
