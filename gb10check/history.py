@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, field_validator
 
+from gb10check import atomic
 from gb10check.errors import InputFileError
 from gb10check.report import SCHEMA_VERSION
 from gb10check.textfile import read_text
@@ -187,9 +188,7 @@ def keep(directory: Path, summary: dict[str, Any], retain: int = DEFAULT_KEEP) -
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = directory / f"run-{stamp}-{os.getpid()}.json"
-    tmp = directory / f".{path.name}.tmp"
-    tmp.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write(path, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     runs = sorted(p for p in directory.iterdir() if p.is_file() and RUN_FILE.match(p.name))
     for old in runs[: max(0, len(runs) - retain)]:
         old.unlink()

@@ -21,6 +21,7 @@ import markupsafe
 import pygal
 from pygal.style import Style
 
+from gb10check import atomic
 from gb10check.history import Run, direction, figure_of, figures_of
 from gb10check.neutralise import neutralise_tree
 
@@ -141,6 +142,4 @@ def render(
 
 def write(path: Path, summary: dict[str, Any], troubleshooting: dict[str, str], history: Sequence[Run] = ()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render(summary, troubleshooting, history), encoding="utf-8")
-    tmp.replace(path)
+    atomic.write(path, render(summary, troubleshooting, history))

@@ -273,3 +273,30 @@ def test_a_hostile_history_folder_costs_one_warning_per_file_and_no_report(tmp_p
     assert run.summary["history"]["earlier_runs"] == 0
     kept = set(history.glob("run-*.json")) - set(planted)
     assert len(kept) == 1 and all(p.exists() for p in planted)  # this run kept, nothing of the folder deleted
+
+
+def test_reports_replace_a_planted_symlink_never_write_through_it(tmp_path):
+    """Every output (junit.xml, summary.json and .md, report.html, the Prometheus file, the run kept in the
+    history, and report.html's old fixed temporary name) is a new file renamed over whatever stood there."""
+    reports, history, elsewhere = tmp_path / "reports", tmp_path / "history", tmp_path / "elsewhere"
+    for folder in (reports, history, elsewhere):
+        folder.mkdir()
+    links = {
+        reports / name: elsewhere / name
+        for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom", ".report.html.tmp")
+    }
+    for link, target in links.items():
+        target.write_text("the operator's own file\n")
+        link.symlink_to(target)
+    inventory = tmp_path / "cluster.toml"
+    inventory.write_text('[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
+    prom = f"--prometheus={reports}/gb10check.prom"
+    run = run_suite(tmp_path, f"--cluster={inventory}", "-m", "smoke", f"--history={history}", prom)
+    assert run.rc in (0, 1) and run.junit and run.summary is not None, run.out[-2000:]
+    assert [t.name for t in links.values() if t.read_text() != "the operator's own file\n"] == []
+    for link in links:
+        if link.name != ".report.html.tmp":
+            assert link.is_file() and not link.is_symlink() and link.stat().st_size > 100, link
+            assert link.stat().st_mode & 0o777 == 0o644, oct(link.stat().st_mode)  # readable by node_exporter
+    assert [p.name for p in reports.iterdir() if p.name.startswith(".") and p.name != ".report.html.tmp"] == []
+    assert len(list(history.glob("run-*.json"))) == 1
