@@ -384,3 +384,21 @@ def write_hostile_history(folder: Path, cases: dict[str, bytes | None]) -> list[
             path.write_bytes(data)
         paths.append(path)
     return paths
+
+
+# -- a flooding probe --------------------------------------------------------------------------
+KERNEL_LINE = "[   12.345678] mlx5_core 0000:01:00.0 enp1s0f0np0: Link up\n"  # 61 bytes, a line the probe keeps
+FLOOD = f"""base = "healthy"
+[[nodes.{R1}.stubs]]
+tool = "nvidia-smi"
+match = "--query-gpu"
+stdout = "580.173.02, NVIDIA GB10\\n"
+repeat = 0  # prints until it is stopped
+
+[[nodes.{R1}.stubs]]
+tool = "dmesg"
+stdout = "{KERNEL_LINE.strip()}\\n"
+repeat = 3500000  # 213.5 MB
+"""
+# the checks that read those two probes on rank 1
+FLOODED_READS = ("nvidia_smi_query", "kernel_log")

@@ -15,7 +15,7 @@ import pytest
 
 from selftests.e2e import bad_day
 from selftests.e2e.bad_day import FINAL_LINE, R0, R1
-from selftests.e2e.runner import run_suite, sim_leftovers
+from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
@@ -300,3 +300,23 @@ def test_reports_replace_a_planted_symlink_never_write_through_it(tmp_path):
             assert link.stat().st_mode & 0o777 == 0o644, oct(link.stat().st_mode)  # readable by node_exporter
     assert [p.name for p in reports.iterdir() if p.name.startswith(".") and p.name != ".report.html.tmp"] == []
     assert len(list(history.glob("run-*.json"))) == 1
+
+
+@pytest.mark.sim
+def test_a_flooding_probe_costs_its_own_checks_only(tmp_path):
+    """Rank 1's nvidia-smi prints forever and its dmesg holds 213 MB of lines the kernel-log probe keeps:
+    those probes' checks fail saying the output was cut and how much there was; every other check of the
+    node (id -un, ufw, docker, the links...) has its evidence and passes."""
+    run = run_scenario(tmp_path, bad_day.FLOOD, "-m", "preflight or network", "-k", "not bandwidth")
+    failed = run.failed()
+    assert failed and all(R1 in tid and hints == {"output-cut"} for tid, hints in failed.items()), failed
+    kernel = [t for t in failed if "test_kernel_log.py" in t]
+    driver = [t for t in failed if "test_kernel_log.py" not in t]
+    assert len(kernel) == 4 and driver, failed  # 2 links' flaps, hotplug, Xid; the nvidia-smi reads
+    message = run.junit[kernel[0]]["message"]
+    assert re.search(r"\[output-cut\] thinkstationpgx-32: `dmesg .*` printed more than 64 MiB", message), message
+    nvidia = run.junit[driver[0]]["message"]
+    assert re.search(r"`nvidia-smi --query-gpu=\S+ --format=csv,noheader` printed more than 64 MiB", nvidia), nvidia
+    passed = [tid for tid, outcome in run.outcomes().items() if outcome == "passed" and R1 in tid]
+    assert len(passed) > 30, passed  # the node's other reads all answered
+    assert "id -un" not in run.out
