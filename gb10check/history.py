@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from gb10check import atomic
 from gb10check.errors import InputFileError
@@ -94,6 +94,15 @@ _Started = Annotated[str, StringConstraints(pattern=_SCHEMA["properties"]["start
 _Name = Annotated[str, StringConstraints(min_length=1)]
 
 
+def _verdict(word: str) -> str:
+    if word not in _VERDICTS:
+        raise ValueError(f"not a verdict (one of {', '.join(sorted(_VERDICTS))})")
+    return word
+
+
+_Verdict = Annotated[str, AfterValidator(_verdict)]
+
+
 class _Kept(BaseModel):
     """What the history reads of a kept run, with the types summary.schema.json gives them."""
 
@@ -103,15 +112,8 @@ class _Kept(BaseModel):
 class _KeptCheck(_Kept):
     test: _Name
     check: _Name
-    verdict: str
+    verdict: _Verdict
     figures: dict[str, float]
-
-    @field_validator("verdict")
-    @classmethod
-    def _a_verdict(cls, verdict: str) -> str:
-        if verdict not in _VERDICTS:
-            raise ValueError(f"not a verdict (one of {', '.join(sorted(_VERDICTS))})")
-        return verdict
 
 
 class _KeptRun(_Kept):
