@@ -56,3 +56,17 @@ def test_errors_checks_and_evidence_pass_the_step():
     assert "\x1b" not in str(failed.value) and "\x9b" not in str(failed.value)
     comparison = evidence.items[0]
     assert (comparison.found, comparison.detail) == ("m\\x1b]0;owned\\x07", "\\x9b2J")
+
+
+def test_prometheus_labels_and_report_html_hold_no_control_character():
+    from gb10check import html_report, prometheus
+    from selftests.e2e import bad_day
+
+    summary = bad_day.history_template()
+    row = summary["checks"][1]  # type: ignore[index]
+    row.update(node=f"a{OSC_TITLE}", check=f"test_driver_loaded[a{OSC_TITLE}]", message=f"found {OSC8_LINK}")
+    row["facts"] = {"vllm_version": f"0.12{OSC_TITLE}"}
+    exposition = prometheus.generate_latest(prometheus.registry_of(summary, [f"a{OSC_TITLE}"])).decode()
+    assert 'node="a\\\\x1b]0;owned\\\\x07"' in exposition and "\x1b" not in exposition
+    page = html_report.render(summary, {"driver-mismatch": f"fix {OSC8_LINK}"})
+    assert "\\x1b]8;;http://evil.example/" in page and "\x1b" not in page and "\x07" not in page
