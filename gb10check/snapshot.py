@@ -147,7 +147,7 @@ def _uncut(text: str, boundary: str, stream: str) -> tuple[str, tuple[tuple[str,
     if marker is None:
         return text, ()
     printed = int(marker["n"])
-    note = f"\n[gb10check: {printed - len(text) + marker.end() - marker.start()} bytes cut here]\n"
+    note = f"\n[gb10check: output cut here; the probe printed {printed} bytes]\n"
     return text[: marker.start()] + note + text[marker.end() :], ((stream, printed),)
 
 

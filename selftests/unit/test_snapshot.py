@@ -85,7 +85,8 @@ def test_a_flooding_probe_is_cut_on_the_node_and_costs_only_itself(tmp_path):
     assert res["forever"].cut == (("stdout", PROBE_FILE_LIMIT),) and not res["forever"].timed_out
     assert res["big"].cut == (("stdout", size + len("the-end\n")),)
     assert res["big"].stdout.startswith("x" * 1000) and res["big"].stdout.endswith("x" * 1000 + "the-end\n")
-    assert "bytes cut here]\n" in res["big"].stdout and len(res["big"].stdout) < PROBE_KEEP + 100
+    assert f"\n[gb10check: output cut here; the probe printed {size + 8} bytes]\n" in res["big"].stdout
+    assert len(res["big"].stdout) < PROBE_KEEP + 100
     assert res["noisy"].stdout == "42\n" and res["noisy"].cut == (("stderr", size),)
 
     snap = Snapshot("node-a", res)
