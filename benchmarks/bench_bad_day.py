@@ -9,6 +9,11 @@ exit status, the lines of output and the size of junit.xml, against the bounds t
 set, per check (under 2 lines and 1 kB of JUnit each, plus 100 lines), and at most the healthy run + the
 connect timeout + 1 s. Then it
 counts the malformed inputs the self-tests feed the suite, by kind, and plants secrets to find.
+Then what a node says, as untrusted: rank 1's nvidia-smi printing forever and its dmesg of 213 MB
+(only those probes' checks may fail, beside the same run healthy), 34 hostile run files in --history
+(one warning each, every report written, exit 0), terminal escapes in four places (no control
+character in any output); the hostile inputs the self-tests try, by kind; the time to split a
+snapshot holding two cut floods, beside one regex pass over the same text.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -25,7 +32,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from selftests.e2e import bad_day  # noqa: E402  (the project root, as pytest's pythonpath gives it)
-from selftests.e2e.runner import run_suite  # noqa: E402
+from selftests.e2e.runner import run_scenario, run_suite  # noqa: E402
 
 # self-test functions whose cases are malformed inputs, by what they feed the suite
 BAD_INPUT_TESTS = {
@@ -142,6 +149,111 @@ def secrets(root: Path) -> tuple[int, int]:
     return len(bad_day.SECRETS), sum(bad_day.leaked(tmp, run).values())
 
 
+# -- what a node says is untrusted: a flooding probe, a hostile history folder, terminal escapes ------------
+def untrusted_inputs() -> dict[str, int]:
+    """The hostile inputs the self-tests feed the suite, by kind."""
+    from gb10check.neutralise import neutralise
+    from selftests.unit.test_sudoers_hint import ODD_NAMES
+
+    controls = [chr(c) for c in range(0x110000) if neutralise(chr(c)) != chr(c)]
+    planted = tomllib.loads(f's = "{bad_day.ESCAPES}"')["s"]
+    return {
+        "history run files (generated)": len(bad_day.hostile_runs()),
+        "control characters neutralised": len(controls),
+        "control characters planted in a run": 4 * len(bad_day.CONTROL.findall(planted)),  # 4 places
+        "file names in a sudoers rule": len(ODD_NAMES),
+    }
+
+
+def _outputs_written(tmp: Path, *extra: str) -> str:
+    names = ("junit.xml", "summary.json", "summary.md", "report.html", *extra)
+    missing = [n for n in names if not (tmp / "reports" / n).is_file()]
+    return "every report written" if not missing else f"MISSING {', '.join(missing)}"
+
+
+def untrusted_faults(root: Path) -> list[tuple[str, str]]:
+    """Rank 1's nvidia-smi printing forever and its dmesg 213 MB (against the same run healthy), 34 hostile run
+    files in --history, escapes in a tool's stderr, a kernel log line, the served model name and version."""
+    rows: list[tuple[str, str]] = []
+    args = ("-m", "preflight or network", "-k", "not bandwidth")
+    (root / "untrusted-healthy").mkdir()
+    healthy = bad_day.timed(root / "untrusted-healthy", "--sim=healthy", *args)
+    tmp = root / "flood"
+    tmp.mkdir()
+    start = time.monotonic()
+    run = run_scenario(tmp, bad_day.FLOOD, *args)
+    seconds = time.monotonic() - start
+    failed = run.failed()
+    cut = sum(1 for tid, hints in failed.items() if hints == {"output-cut"} and bad_day.R1 in tid)
+    passed = sum(1 for outcome in run.outcomes().values() if outcome == "passed")
+    ok = cut == len(failed) == 6
+    snap = (run.summary or {}).get("timings", {}).get("snapshot", 0.0)
+    floor = (healthy.run.summary or {}).get("timings", {}).get("snapshot", 0.0)
+    rows.append(
+        (
+            "flooding probe (rank 1)",
+            f"{'ok  ' if ok else 'FAIL'} {cut} checks output-cut, {len(failed) - cut} others failed, {passed} passed; "
+            f"{seconds:.1f} s (healthy {healthy.seconds:.1f} s), snapshot {snap:.1f} s "
+            f"(healthy {floor:.1f} s); {_outputs_written(tmp)}",
+        )
+    )
+    tmp = root / "hostile-history"
+    tmp.mkdir()
+    cases = {
+        name: data
+        for name, data in bad_day.hostile_runs().items()
+        if name.startswith(("the file:", "checks.0.figures")) and not name.endswith(("negative number", "fraction"))
+    }
+    bad_day.write_hostile_history(tmp / "history", cases)
+    run = run_suite(tmp, "--sim=healthy", "-k", "bandwidth", f"--history={tmp / 'history'}",
+                    f"--prometheus={tmp / 'reports' / 'gb10check.prom'}")  # fmt: skip
+    warned = len((run.summary or {}).get("history", {}).get("warnings", []))
+    ok = run.rc == 0 and warned == len(cases)
+    rows.append(
+        (
+            "hostile history folder",
+            f"{'ok  ' if ok else 'FAIL'} {len(cases)} run files, {warned} warnings, exit {run.rc}, "
+            f"{_outputs_written(tmp, 'gb10check.prom')}",
+        )
+    )
+    tmp = root / "escapes"
+    tmp.mkdir()
+    run = run_suite(tmp, f"--sim={bad_day.escapes_scenario(tmp)}", "-m", "not performance",
+                    f"--prometheus={tmp / 'reports' / 'gb10check.prom'}")  # fmt: skip
+    found = bad_day.controls(tmp, run)
+    rows.append(
+        (
+            "terminal escapes (4 places)",
+            f"{'ok  ' if not any(found.values()) else 'FAIL'} control characters in the terminal, summary.md/json, "
+            f"junit.xml, report.html, .prom: {sum(found.values())}",
+        )
+    )
+    return rows
+
+
+def split_seconds() -> tuple[float, float]:
+    """split_output on the frames of 35 probes, two of them cut floods (16 MiB each), against one plain regex
+    pass over the same text (the floor: reading it once)."""
+    import re
+
+    from gb10check.snapshot import PROBE_KEEP, Probe, new_boundary, split_output
+
+    boundary = new_boundary()
+    probes = tuple(Probe(f"p{i}", "x") for i in range(35))
+    flood = ("x" * 60 + "\n") * (PROBE_KEEP // 61)
+    text = "".join(
+        f"{boundary} begin {p.name}\n{flood if i in (3, 20) else 'small'}\n{boundary} stderr {p.name}\n"
+        f"\n{boundary} end {p.name} 0\n"
+        for i, p in enumerate(probes)
+    )
+    start = time.perf_counter()
+    split_output(text, probes, boundary, 1.0)
+    split = time.perf_counter() - start
+    start = time.perf_counter()
+    re.findall(rf"^{boundary} .*$", text, re.MULTILINE)
+    return split, time.perf_counter() - start
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gb10check-bad-day-") as folder:
         root = Path(folder)
@@ -157,6 +269,16 @@ def main() -> int:
             print(f"  {kind:32} {counts[kind]}")
         planted, found = secrets(root)
         print(f"Secrets planted vs found in terminal output, junit.xml, summary.json/md: {planted} vs {found}")
+        print("Faults survived, what a node says is untrusted (only the flooded probe's checks fail; each hostile file")
+        print("  one warning and the run goes on; no control character in any output)")
+        for what, figures in untrusted_faults(root):
+            print(f"  {what:32} {figures}")
+        hostile = untrusted_inputs()
+        print(f"Hostile inputs tried by the self-tests: {sum(hostile.values())}")
+        for kind, n in hostile.items():
+            print(f"  {kind:32} {n}")
+        split, floor = split_seconds()
+        print(f"Splitting a snapshot with two 16 MiB floods: {split:.2f} s (one regex pass over it: {floor:.2f} s)")
     return 0
 
 

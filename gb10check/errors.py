@@ -6,6 +6,7 @@
     ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
     ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
     ├── ParseError            a tool printed something its parser does not recognise
+    ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
@@ -23,6 +24,7 @@ which the pytest plugin turns into troubleshooting text.
 
 from __future__ import annotations
 
+from gb10check.neutralise import neutralise
 from gb10check.redact import redact
 
 
@@ -32,6 +34,7 @@ class GB10Error(Exception):
     def __init__(
         self, message: str, *, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
+        message = neutralise(message)  # shown, never obeyed: a node's escapes do not reach the terminal
         super().__init__(redact(message))  # every message may quote a node's output
         if hint_ids:
             self.hint_ids = hint_ids
@@ -98,6 +101,12 @@ class ParseError(GB10Error):
         # a parser that recognises the tool's own error text names the hint for it
         super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}", hint_ids=hint_ids)
         self.context = {}
+
+
+class OutputCut(GB10Error):
+    """A probe's output was larger than the snapshot sends (a flooding tool): only its head and tail came."""
+
+    hint_ids = ("output-cut",)
 
 
 class ComposeRejected(GB10Error):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gb10check.neutralise import neutralise
 from gb10check.redact import redact
 
 
@@ -16,6 +17,7 @@ class CheckFailed(AssertionError):
     def __init__(
         self, message: str, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
+        message = neutralise(message)
         super().__init__(redact(message))
         self.hint_ids = hint_ids
         self.context = dict(context or {})  # fields for the hint's commands (the file to fix, ...)
@@ -49,6 +51,7 @@ class Evidence:
 
     def fact(self, name: str, value: str) -> None:
         """A found value worth a line in the reports (`vllm_version`, `reasoning_field`), pass or fail."""
+        value = neutralise(value)
         self.facts[name] = redact(value)
 
     def expect(
@@ -66,6 +69,7 @@ class Evidence:
         __tracebackhide__ = True
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
+        expected, found, detail = neutralise(str(expected)), neutralise(str(found)), neutralise(detail)
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
         self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))
         if not ok:

@@ -38,6 +38,7 @@ class Stub(_Spec):
     stderr: str = ""
     rc: int = 0
     delay: float = Field(0, ge=0)
+    repeat: int = Field(1, ge=0)  # print stdout and stderr this many times; 0: forever (a flooding tool)
 
     @field_validator("tool")
     @classmethod

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -218,3 +219,191 @@ def signal_sim_at(tmp: Path, stage: str, signum: int) -> Interrupted:
 
 
 FINAL_LINE = re.compile(r"^gb10check: interrupted by (SIGTERM|SIGINT) .*reports written to .*exit status 2$")
+
+
+# -- a node's terminal escapes -----------------------------------------------------------------
+# an xterm title, a cleared screen, a clickable OSC 8 link, a C1 CSI and a right-to-left override: what the
+# issue saw change the operator's window (TOML's \u escapes, so the scenario file stays text)
+ESCAPES = (
+    r"\u001b]0;owned by the node\u0007\u001b[2J\u001b]8;;http://evil.example/\u001b\\click here\u001b]8;;\u001b\\"
+    r"\u009b31m\u202egnp.exe\r"
+)
+# every control character but the line feed and the tab (which the reports use themselves)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escapes_scenario(tmp: Path) -> Path:
+    """Escapes in a tool's stderr (rank 1's ibdev2netdev 'not found'), a kernel log line (rank 0's Xid),
+    the served model name and the vLLM version the API reports."""
+    body = f"""base = "healthy"
+[[nodes.{R1}.stubs]]
+tool = "ibdev2netdev"
+stderr = "sh: 1: ibdev2netdev: not found {ESCAPES}\\n"
+rc = 127
+
+[nodes.{R0}]
+kernel_log = ["[90211.553018] NVRM: Xid (PCI:000f:01:00): 43, pid=48211, name=python3 {ESCAPES}"]
+
+[service]
+served_model_name = "qwen3.8-flash-next{ESCAPES}"
+vllm_version = "0.12.0{ESCAPES}"
+"""
+    path = tmp / "escapes.toml"
+    path.write_text(body)
+    return path
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def controls(tmp: Path, run: SuiteRun) -> dict[str, int]:
+    """How many control characters each output holds: the terminal, and every report file as a reader
+    gets it (summary.json's strings decoded, XML and HTML character references resolved)."""
+    import html
+
+    found = {"terminal": len(CONTROL.findall(run.out))}
+    for path in sorted((tmp / "reports").iterdir()):
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        # summary.json's strings as decoded; &#27; in JUnit or report.html is an ESC for whoever reads it
+        decoded = "\n".join(_strings(json.loads(text))) if path.suffix == ".json" else html.unescape(text)
+        found[path.name] = len(CONTROL.findall(text)) + len(CONTROL.findall(decoded))
+    return found
+
+
+# -- a hostile history folder ------------------------------------------------------------------
+# JSON fragments no kept run holds where a value belongs: each type in the wrong place, numbers no float
+# holds, NaN and infinities (JSON has none), nesting past any parser's depth, a lone surrogate (no UTF-8)
+HOSTILE_VALUES = {
+    "a list": "[1, 2]",
+    "a mapping": '{"a": [1, 2]}',
+    "a string": '"text"',
+    "an empty string": '""',
+    "a negative number": "-1",
+    "a fraction": "1.5",
+    "a boolean": "true",
+    "null": "null",
+    "a 400-digit number": "1" + "0" * 400,
+    "1e999": "1e999",
+    "NaN": "NaN",
+    "Infinity": "Infinity",
+    "-Infinity": "-Infinity",
+    "100000 levels of nesting": "[" * 100_000 + "]" * 100_000,
+    "a lone surrogate": '"\\ud800"',
+}
+# whole files: not JSON, not text, too big (None: a sparse 200 MB file, made by write_hostile_history)
+HOSTILE_FILES: dict[str, bytes | None] = {
+    "not JSON": b"{ not json",
+    "empty": b"",
+    "truncated": b'{"schema_version": 1, "checks": [{"test": "t", ',
+    "NUL bytes": b'{"schema_version": 1\x00\x00}',
+    "Latin-1": b'{"schema_version": 1, "inventory": "caf\xe9"}',
+    "UTF-16": '{"schema_version": 1}'.encode("utf-16"),
+    "a JSON null": b"null",
+    "200 MB": None,
+}
+_MARK = "\x00gb10check-hostile\x00"
+
+
+def history_template() -> dict[str, object]:
+    """A kept run as gb10check writes it: a check with evidence, a figure, a fact and a link, a failed one."""
+    from gb10check.report import Row, Summary
+    from gb10check.verdict import Comparison
+
+    summary = Summary(1767225600.0, "/etc/gb10check/cluster.toml", None)
+    summary.rows = [
+        Row(
+            "tests_network/test_bandwidth.py::test_rdma_bandwidth[enp1s0f0np0]",
+            "test_rdma_bandwidth[enp1s0f0np0]",
+            None,
+            "passed",
+            [Comparison("ib_write_bw enp1s0f0np0", ">= 90 Gb/s", "109 Gb/s", True)],
+            link="enp1s0f0np0",
+            figures={"bandwidth_gbps": 109.0},
+            facts={"perftest": "24.01"},
+        ),
+        Row(
+            "tests_preflight/test_driver.py::test_driver_loaded[a]",
+            "test_driver_loaded[a]",
+            "a",
+            "failed",
+            hints=["driver-mismatch"],
+            message="[driver-mismatch] ...",
+        ),
+    ]
+    summary.transports = {"a": {"connections": 1, "commands": 2, "snapshot_probes": 35, "sent": ["id -un"]}}
+    summary.timings = {"session": 1.5}
+    return summary.to_json()
+
+
+def _paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [path]
+    if isinstance(value, dict):
+        out += [p for k, v in value.items() for p in _paths(v, (*path, k))]
+    elif isinstance(value, list):
+        out += [p for i, v in enumerate(value) for p in _paths(v, (*path, i))]
+    return out
+
+
+def _replaced(tree: object, path: tuple[object, ...], new: object) -> object:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(tree, dict):
+        return {k: (_replaced(v, rest, new) if k == head else v) for k, v in tree.items()}
+    assert isinstance(tree, list)
+    return [(_replaced(v, rest, new) if i == head else v) for i, v in enumerate(tree)]
+
+
+def hostile_runs() -> dict[str, bytes | None]:
+    """Every value of a kept run, at every level, replaced by each hostile value (plus the whole-file
+    cases): what a history folder may hold after a bad day, a bad disk or a bad neighbour."""
+    template = history_template()
+    out: dict[str, bytes | None] = {f"the file: {name}": data for name, data in HOSTILE_FILES.items()}
+    for path in _paths(template):
+        text = json.dumps(_replaced(template, path, _MARK))
+        where = ".".join(str(p) for p in path) or "the whole run"
+        for name, fragment in HOSTILE_VALUES.items():
+            out[f"{where}: {name}"] = text.replace(json.dumps(_MARK), fragment).encode()
+    return out
+
+
+def write_hostile_history(folder: Path, cases: dict[str, bytes | None]) -> list[Path]:
+    """Each case as a run file of the history folder (names as gb10check keeps them, oldest first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, data in enumerate(cases.values()):
+        path = folder / f"run-20260101T{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}Z-{i + 1}.json"
+        if data is None:
+            with path.open("wb") as fh:
+                fh.truncate(200 * 1024 * 1024)  # sparse: no 200 MB of disk
+        else:
+            path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+# -- a flooding probe --------------------------------------------------------------------------
+KERNEL_LINE = "[   12.345678] mlx5_core 0000:01:00.0 enp1s0f0np0: Link up\n"  # 61 bytes, a line the probe keeps
+FLOOD = f"""base = "healthy"
+[[nodes.{R1}.stubs]]
+tool = "nvidia-smi"
+match = "--query-gpu"
+stdout = "580.173.02, NVIDIA GB10\\n"
+repeat = 0  # prints until it is stopped
+
+[[nodes.{R1}.stubs]]
+tool = "dmesg"
+stdout = "{KERNEL_LINE.strip()}\\n"
+repeat = 3500000  # 213.5 MB
+"""
+# the checks that read those two probes on rank 1
+FLOODED_READS = ("nvidia_smi_query", "kernel_log")

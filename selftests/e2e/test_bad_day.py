@@ -14,8 +14,8 @@ import subprocess
 import pytest
 
 from selftests.e2e import bad_day
-from selftests.e2e.bad_day import FINAL_LINE, R1
-from selftests.e2e.runner import run_suite, sim_leftovers
+from selftests.e2e.bad_day import FINAL_LINE, R0, R1
+from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
@@ -227,3 +227,99 @@ def test_sim_and_cluster_together_is_an_error(tmp_path):
 def test_the_origin_of_the_inventory_path_is_named(tmp_path):
     run = run_suite(tmp_path, env={"GB10_CLUSTER": "/nonexistent/cluster.toml"})
     assert run.rc == 4 and "/nonexistent/cluster.toml not found, from $GB10_CLUSTER" in run.out, run.out
+
+
+@pytest.mark.sim
+def test_a_nodes_terminal_escapes_are_shown_never_obeyed(tmp_path):
+    """ESC sequences (a window title, a cleared screen, an OSC 8 link), a C1 CSI, a carriage return and a
+    right-to-left override in a tool's stderr, a kernel log line, the served model name and the vLLM
+    version: each reaches the reports, shown as its escape, and no control character reaches the terminal,
+    summary.md, summary.json's strings, junit.xml, report.html or the Prometheus file."""
+    scenario = bad_day.escapes_scenario(tmp_path)
+    prom = tmp_path / "reports" / "gb10check.prom"
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "not performance", f"--prometheus={prom}")
+    failed = run.failed()
+    # the planted text did reach the outputs: the neutralising is what kept the bytes out
+    assert failed.get(f"tests_network/test_kernel_log.py::test_no_gpu_xid_errors[{R0}]") == {"gpu-xid"}, run.out
+    assert any(h == {"tool-missing"} and R1 in tid for tid, h in failed.items()), failed
+    assert "tests_service/test_models.py::test_served_model[thinkstationpgx-30]" in failed, run.out
+    shown = r"\x1b]0;owned by the node\x07\x1b[2J\x1b]8;;http://evil.example/\x1b\click here\x1b]8;;\x1b\\x9b31m"
+    assert shown + r"\u202egnp.exe\r" in run.out, run.out[-3000:]
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert f"vllm_version | 0.12.0{shown}" in summary
+    assert bad_day.controls(tmp_path, run) == dict.fromkeys(bad_day.controls(tmp_path, run), 0)
+    assert prom.exists() and (tmp_path / "reports" / "report.html").exists()
+
+
+@pytest.mark.sim
+def test_a_hostile_history_folder_costs_one_warning_per_file_and_no_report(tmp_path):
+    """A list where a mapping belongs, a 400-digit number, NaN, infinities, deep nesting, a 200 MB file, bytes
+    that are not UTF-8: each run file is skipped with its one warning, and the run writes every report,
+    keeps itself and exits by its verdicts."""
+    cases = {
+        name: data
+        for name, data in bad_day.hostile_runs().items()
+        if name.startswith(("the file:", "checks.0.figures")) and not name.endswith(("negative number", "fraction"))
+    }  # (a negative number or a fraction is a figure a run may hold)
+    history = tmp_path / "history"
+    planted = bad_day.write_hostile_history(history, cases)
+    reports = tmp_path / "reports"
+    run = run_suite(tmp_path, "--sim=healthy", "-k", "bandwidth", f"--history={history}",
+                    f"--prometheus={reports / 'gb10check.prom'}")  # fmt: skip
+    assert run.rc == 0, run.out[-3000:]
+    assert "INTERNALERROR" not in run.out and "Traceback" not in run.out
+    for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom"):
+        assert (reports / name).stat().st_size > 0, name
+    warned = [line for line in run.out.splitlines() if line.startswith("gb10check: history: ")]
+    assert len(warned) == len(cases) and all(any(str(p) in w for w in warned) for p in planted), warned
+    assert run.summary is not None and len(run.summary["history"]["warnings"]) == len(cases)
+    assert run.summary["history"]["earlier_runs"] == 0
+    kept = set(history.glob("run-*.json")) - set(planted)
+    assert len(kept) == 1 and all(p.exists() for p in planted)  # this run kept, nothing of the folder deleted
+
+
+def test_reports_replace_a_planted_symlink_never_write_through_it(tmp_path):
+    """Every output (junit.xml, summary.json and .md, report.html, the Prometheus file, the run kept in the
+    history, and report.html's old fixed temporary name) is a new file renamed over whatever stood there."""
+    reports, history, elsewhere = tmp_path / "reports", tmp_path / "history", tmp_path / "elsewhere"
+    for folder in (reports, history, elsewhere):
+        folder.mkdir()
+    links = {
+        reports / name: elsewhere / name
+        for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom", ".report.html.tmp")
+    }
+    for link, target in links.items():
+        target.write_text("the operator's own file\n")
+        link.symlink_to(target)
+    inventory = tmp_path / "cluster.toml"
+    inventory.write_text('[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
+    prom = f"--prometheus={reports}/gb10check.prom"
+    run = run_suite(tmp_path, f"--cluster={inventory}", "-m", "smoke", f"--history={history}", prom)
+    assert run.rc in (0, 1) and run.junit and run.summary is not None, run.out[-2000:]
+    assert [t.name for t in links.values() if t.read_text() != "the operator's own file\n"] == []
+    for link in links:
+        if link.name != ".report.html.tmp":
+            assert link.is_file() and not link.is_symlink() and link.stat().st_size > 100, link
+            assert link.stat().st_mode & 0o777 == 0o644, oct(link.stat().st_mode)  # readable by node_exporter
+    assert [p.name for p in reports.iterdir() if p.name.startswith(".") and p.name != ".report.html.tmp"] == []
+    assert len(list(history.glob("run-*.json"))) == 1
+
+
+@pytest.mark.sim
+def test_a_flooding_probe_costs_its_own_checks_only(tmp_path):
+    """Rank 1's nvidia-smi prints forever and its dmesg holds 213 MB of lines the kernel-log probe keeps:
+    those probes' checks fail saying the output was cut and how much there was; every other check of the
+    node (id -un, ufw, docker, the links...) has its evidence and passes."""
+    run = run_scenario(tmp_path, bad_day.FLOOD, "-m", "preflight or network", "-k", "not bandwidth")
+    failed = run.failed()
+    assert failed and all(R1 in tid and hints == {"output-cut"} for tid, hints in failed.items()), failed
+    kernel = [t for t in failed if "test_kernel_log.py" in t]
+    driver = [t for t in failed if "test_kernel_log.py" not in t]
+    assert len(kernel) == 4 and driver, failed  # 2 links' flaps, hotplug, Xid; the nvidia-smi reads
+    message = run.junit[kernel[0]]["message"]
+    assert re.search(r"\[output-cut\] thinkstationpgx-32: `dmesg .*` printed more than 64 MiB", message), message
+    nvidia = run.junit[driver[0]]["message"]
+    assert re.search(r"`nvidia-smi --query-gpu=\S+ --format=csv,noheader` printed more than 64 MiB", nvidia), nvidia
+    passed = [tid for tid, outcome in run.outcomes().items() if outcome == "passed" and R1 in tid]
+    assert len(passed) > 30, passed  # the node's other reads all answered
+    assert "id -un" not in run.out
