@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass
 
 from gb10check import probes
-from gb10check.errors import GB10Error, ServiceError
+from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import meaningful_text
@@ -49,7 +49,7 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     if not findings:
         return copy.copy(error)
     said = "; ".join(
-        f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
+        f"{f.node}'s log shows [{f.hint}]: {clip(f.line, 160)}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
         for f in findings
     )
     ids = tuple(dict.fromkeys((*(f.hint for f in findings), *error.hint_ids)))

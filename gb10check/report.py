@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gb10check.errors import ReportsUnwritable
-from gb10check.redact import redact, redact_tree
+from gb10check.redact import redact_known, redact_tree
 from gb10check.verdict import Comparison
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
@@ -125,10 +125,11 @@ class Summary:
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        # the last line of defence: nothing a check or an error quoted leaves unredacted
+        # the last line of defence: a registered value or a shaped token a check or an error quoted leaves
+        # masked (what they quoted from a node was masked where it was quoted; their own words stay)
         data = redact_tree(self.to_json())  # each string before serialising: the JSON escapes stay intact
         _write_atomic(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        _write_atomic(directory / "summary.md", redact(self.to_markdown()))
+        _write_atomic(directory / "summary.md", redact_known(self.to_markdown()))
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -149,7 +150,7 @@ def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
     case = ET.SubElement(suite, "testcase", classname="gb10check", name="session", time="0.000")
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="hints", value=hint_id)
-    ET.SubElement(case, "error", message=redact(message)).text = redact(message)
+    ET.SubElement(case, "error", message=redact_known(message)).text = redact_known(message)
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
 
