@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.parsers import bounded_line
 
 _HEADER = re.compile(r"^gb10check: kernel log lines (?P<n>\d+)$")
 _STAMP = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\]\s*")
@@ -52,7 +53,8 @@ class KernelLog:
 
 
 def parse_kernel_log(text: str) -> KernelLog:
-    lines = text.splitlines()
+    """A line longer than MAX_LINE is read as its first MAX_LINE characters (saying so)."""
+    lines = [bounded_line(line) for line in text.splitlines()]
     header = _HEADER.match(lines[0].strip()) if lines else None
     if header is None:
         raise ParseError("the kernel log (dmesg)", "expected 'gb10check: kernel log lines N' first", text)
