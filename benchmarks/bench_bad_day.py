@@ -110,14 +110,12 @@ def faults(root: Path) -> list[tuple[str, str]]:
             )
     tmp = root / "real-inventory"
     tmp.mkdir()
-    result = bad_day.sigterm_real_inventory(tmp)
-    rows.append(
-        (
-            "SIGTERM on a real inventory",
-            f"exit {result.run.rc} after {result.exit_seconds:.1f} s, reports {_written(tmp)}",
-        )
-    )
+    rows.append(_signalled("SIGTERM on a real inventory", tmp, bad_day.sigterm_real_inventory(tmp)))
     return rows
+
+
+def _signalled(what: str, tmp: Path, result: bad_day.Interrupted, more: str = "") -> tuple[str, str]:
+    return what, f"exit {result.run.rc} after {result.exit_seconds:.1f} s, reports {_written(tmp)}{more}"
 
 
 def _written(tmp: Path) -> str:
@@ -188,13 +186,8 @@ def long_line(root: Path) -> list[tuple[str, str]]:
     tmp = root / "long-line-sigterm"
     tmp.mkdir()
     result = bad_day.sigterm_during_long_line(tmp)
-    rows.append(
-        (
-            "SIGTERM during it",
-            f"exit {result.run.rc} after {result.exit_seconds:.1f} s, reports {_written(tmp)}, "
-            f"during {(result.run.summary or {}).get('interruption', {}).get('during')}",
-        )
-    )
+    during = (result.run.summary or {}).get("interruption", {}).get("during")
+    rows.append(_signalled("SIGTERM during it", tmp, result, f", during {during}"))
     return rows
 
 

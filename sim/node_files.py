@@ -299,9 +299,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, A
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    state = merge(
-        state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line"})
-    )
+    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line"}))
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
