@@ -81,6 +81,11 @@ _PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?----
 _PEM_MIN_BODY = 64
 _RUN = re.compile(r"\S*+")  # the rest of a value a window's cut fell into
 _MIN_LITERAL = 4  # shorter registered values would mask ordinary text
+# each registered value is searched for in every text masked: a node printing 20,000 secret assignments
+# must not make every message cost 20,000 searches. At most this many values from one output (the
+# first), so that a flooding log leaves room for every other output's, and this many in all
+MAX_HARVESTED = 64
+MAX_REGISTERED = 1024
 _MIN_HARVESTED = 8  # values found in raw output: shorter ones are flags and words more often than secrets
 # values no secret has: booleans, the mask itself (ssh -o PasswordAuthentication=no stays readable)
 _NO_SECRET = re.compile(r"(?i)^(true|false|yes|no|on|off|null|none|\*+)$")
@@ -106,11 +111,13 @@ def _identifier(value: str) -> bool:
 
 def register(values: Iterable[str | None]) -> None:
     """Values to hide wherever they appear from now on (for this process); never a word no secret
-    is (true, none), nor one of the suite's own identifiers."""
+    is (true, none), nor one of the suite's own identifiers; at most MAX_REGISTERED, the first."""
     with _lock:
-        _literals.update(
-            v for v in values if v and len(v) >= _MIN_LITERAL and not _NO_SECRET.match(v) and not _identifier(v)
-        )
+        for v in values:
+            if len(_literals) >= MAX_REGISTERED:
+                return
+            if v and len(v) >= _MIN_LITERAL and not _NO_SECRET.match(v) and not _identifier(v):
+                _literals.add(v)
 
 
 def protect(names: Iterable[str]) -> None:
@@ -127,15 +134,16 @@ def register_secret_values(env: dict[str, str]) -> None:
 
 
 def register_assigned(text: str) -> None:
-    """Every value assigned to a secret-looking name in raw output (.env, compose, docker inspect)."""
-    values = []
+    """Every value assigned to a secret-looking name in raw output (.env, compose, docker inspect): the
+    first MAX_HARVESTED of them (each is masked where it stands, with its name, whatever the count)."""
+    values: dict[str, None] = {}
     for start, end, _ in _windows(text):
-        values += [
-            m["value"]
-            for m in _ASSIGNED.finditer(text, start, end)
-            if is_secret_name(m["name"]) and len(m["value"]) >= _MIN_HARVESTED and not _WORDLIKE.match(m["value"])
-        ]
-    register(values)
+        for m in _ASSIGNED.finditer(text, start, end):
+            if is_secret_name(m["name"]) and len(m["value"]) >= _MIN_HARVESTED and not _WORDLIKE.match(m["value"]):
+                values[m["value"]] = None
+        if len(values) >= MAX_HARVESTED:
+            break
+    register(list(values)[:MAX_HARVESTED])
 
 
 def _named_value(m: re.Match[str]) -> bool:

@@ -295,3 +295,16 @@ def test_a_dotenv_error_reads_as_the_suite_wrote_it_and_masks_what_it_quotes():
     assert "line 2 is not KEY=VALUE: 'LONELY'" in message, message
     assert "hf_PlantedInDotEnv0123" not in message and "AKIAIOSFODNN7EXAMPLZ" not in message, message
     assert "HF_TOKEN=***" in message
+
+
+def test_a_flood_of_secret_assignments_registers_a_bounded_number_of_values():
+    """Every registered value is looked for in every later text: a node that prints 20,000 distinct
+    `API_KEY=...` lines must not make each message cost 20,000 searches, nor crowd out the values of
+    the outputs read after it (its own lines are masked where they stand, with their name)."""
+    redact.register_assigned("".join(f"API_KEY=flooded-value-{i:06d}\n" for i in range(20_000)))
+    redact.register_assigned("HF_TOKEN=read-after-the-flood\n")
+    assert len(redact._literals) <= redact.MAX_HARVESTED + 1
+    text = adversarial.fill("flooded-value-019999 read-after-the-flood API_KEY=flooded-value-019998 ", 1_000_000)
+    out, seconds = _timed(redact.redact, text)
+    assert "read-after-the-flood" not in out and "flooded-value-019998" not in out
+    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 1 MB"
