@@ -12,6 +12,7 @@ from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import meaningful_text
+from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
@@ -22,7 +23,7 @@ IGNORED = ("service-unreachable",)  # the API being down is the question, not an
 class Finding:
     node: str
     hint: str
-    line: str  # the log line that shows it, or the container's state
+    line: str  # the log line that shows it (masked), or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
 
 
@@ -38,7 +39,7 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
         for hint in catalogue.match(meaningful_text(lines)):
             if hint.id not in IGNORED:
                 line = next((ln.text for ln in lines if any(p.search(ln.text) for p in hint.symptoms)), "")
-                out.append(Finding(name, hint.id, line.strip()))
+                out.append(Finding(name, hint.id, redact(line.strip())))  # whole: a check may cut it
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
     return out

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import compose_fallback, probes, redact, secret_rules
+from gb10check import compose_fallback, diagnosis, probes, redact, secret_rules
 from gb10check.errors import ParseError, excerpt
 from gb10check.hints import Catalogue
+from gb10check.snapshot import Snapshot
+from gb10check.transport import CommandResult
 from gb10check.verdict import CheckFailed, Evidence
 from selftests import adversarial
 
@@ -308,3 +310,17 @@ def test_a_flood_of_secret_assignments_registers_a_bounded_number_of_values():
     out, seconds = _timed(redact.redact, text)
     assert "read-after-the-flood" not in out and "flooded-value-019998" not in out
     assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 1 MB"
+
+
+def test_a_log_line_a_diagnosis_quotes_is_masked_before_any_check_cuts_it():
+    """A check shows `finding.line[:200]`: a token cut there no longer has its shape, so the line is
+    masked where the diagnosis takes it from the log, whole."""
+    inspect = '[{"Name": "/vllm", "State": {"Status": "running", "Running": true}, "Config": {"Image": "x"}}]'
+    line = "CUDA out of memory: " + "x" * 172 + " AKIAIOSFODNN7EXAMPLZ"
+    results = {
+        probes.CONTAINER.name: CommandResult("docker container inspect vllm", 0, inspect, "", 0.1, False),
+        probes.DOCKER_LOGS.name: CommandResult("docker logs", 0, f"2025-01-01T00:00:00Z {line}\n", "", 0.1, False),
+    }
+    findings = diagnosis.log_findings({"n": Snapshot("n", results)}, Catalogue.load())
+    assert [f.hint for f in findings] == ["kv-cache-oom"]
+    assert "AKIA" not in findings[0].line[:200] and findings[0].line.endswith(" ***")
