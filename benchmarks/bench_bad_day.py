@@ -14,11 +14,17 @@ Then what a node says, as untrusted: rank 1's nvidia-smi printing forever and it
 (one warning each, every report written, exit 0), terminal escapes in four places (no control
 character in any output); the hostile inputs the self-tests try, by kind; the time to split a
 snapshot holding two cut floods, beside one regex pass over the same text.
+
+One long line (issue 17, item 1): rank 1's container log ending with one 10 MB line, run to the end
+and signalled mid-run; the masking's speed on 10 MB of adversarial and of normal text beside its
+floor (one pass of a trivial regex) and the quadratic pattern it replaced; the adversarial inputs the
+self-tests try. Secrets (items 4, 5): every shape planted in every place, counted in every output.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +37,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+from gb10check import redact  # noqa: E402
+from selftests import adversarial  # noqa: E402
 from selftests.e2e import bad_day  # noqa: E402  (the project root, as pytest's pythonpath gives it)
 from selftests.e2e.runner import run_scenario, run_suite  # noqa: E402
 
@@ -109,14 +117,12 @@ def faults(root: Path) -> list[tuple[str, str]]:
             )
     tmp = root / "real-inventory"
     tmp.mkdir()
-    result = bad_day.sigterm_real_inventory(tmp)
-    rows.append(
-        (
-            "SIGTERM on a real inventory",
-            f"exit {result.run.rc} after {result.exit_seconds:.1f} s, reports {_written(tmp)}",
-        )
-    )
+    rows.append(_signalled("SIGTERM on a real inventory", tmp, bad_day.sigterm_real_inventory(tmp)))
     return rows
+
+
+def _signalled(what: str, tmp: Path, result: bad_day.Interrupted, more: str = "") -> tuple[str, str]:
+    return what, f"exit {result.run.rc} after {result.exit_seconds:.1f} s, reports {_written(tmp)}{more}"
 
 
 def _written(tmp: Path) -> str:
@@ -124,6 +130,11 @@ def _written(tmp: Path) -> str:
 
 
 def bad_inputs() -> Counter[str]:
+    return _collected(BAD_INPUT_TESTS)
+
+
+def _collected(tests: dict[str, list[str]]) -> Counter[str]:
+    """How many cases pytest collects of each kind's test functions."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "selftests", "--collect-only", "-q", "-p", "no:cacheprovider"],
         cwd=PROJECT,
@@ -134,19 +145,112 @@ def bad_inputs() -> Counter[str]:
     counts: Counter[str] = Counter()
     for line in proc.stdout.splitlines():
         function = line.split("::")[-1].split("[")[0]
-        for kind, functions in BAD_INPUT_TESTS.items():
+        for kind, functions in tests.items():
             if function in functions:
                 counts[kind] += 1
     return counts
 
 
-def secrets(root: Path) -> tuple[int, int]:
+def secrets(root: Path) -> dict[str, int]:
+    """Each planted secret (bad_day.SECRETS and every shape of bad_day.SHAPED), how often found in the
+    terminal, junit.xml, summary.md/json, report.html, the history kept and the Prometheus file."""
     tmp = root / "secrets"
     tmp.mkdir()
-    run = run_suite(
-        tmp, f"--sim={bad_day.secrets_scenario(tmp)}", env={bad_day.API_KEY_ENV: bad_day.SECRETS["api_key"]}
-    )
-    return len(bad_day.SECRETS), sum(bad_day.leaked(tmp, run).values())
+    return bad_day.leaked(tmp, bad_day.secrets_run(tmp))
+
+
+# -- one long line (issue 17, item 1) -------------------------------------------------------------
+# self-test functions whose cases are adversarial text: a pattern's own literals over and over, 10 MB lines
+ADVERSARIAL_TESTS = {
+    "masking patterns x adversarial texts": ["test_every_masking_pattern_is_linear_on_long_adversarial_text"],
+    "node-output patterns x adversarial lines": [
+        "test_every_pattern_over_node_output_is_fast_on_an_adversarial_bounded_line"
+    ],
+    "10 MB inputs": [
+        "test_ten_megabytes_of_one_name_run_are_masked_in_linear_time",
+        "test_a_10mb_value_of_a_secret_name_is_masked_whole_in_linear_time",
+        "test_keyword_dense_text_is_masked_in_linear_time",
+        "test_an_interrupt_waits_well_under_a_second_while_10mb_are_masked",
+        "test_a_10mb_container_log_line_is_read_as_its_head_saying_how_much_was_left_out",
+        "test_a_10mb_kernel_log_line_is_read_as_its_head",
+        "test_a_10mb_line_of_a_container_gpu_failure_is_read_bounded",
+        "test_symptoms_are_matched_on_bounded_lines_of_a_10mb_text",
+    ],
+}
+
+
+def long_line(root: Path) -> list[tuple[str, str]]:
+    tmp = root / "long-line"
+    tmp.mkdir()
+    run = bad_day.long_line_run(tmp)
+    rows = [
+        (
+            "one 10 MB container log line",
+            f"{'ok  ' if run.run.rc == 0 else 'FAIL'} {run.seconds:.1f} s, exit {run.run.rc}, {run.lines} lines, "
+            f"reports {_written(tmp)}",
+        )
+    ]
+    tmp = root / "long-line-sigterm"
+    tmp.mkdir()
+    result = bad_day.sigterm_during_long_line(tmp)
+    during = (result.run.summary or {}).get("interruption", {}).get("during")
+    rows.append(_signalled("SIGTERM during it", tmp, result, f", during {during}"))
+    return rows
+
+
+def _speed(function, text: str) -> float:
+    start = time.perf_counter()
+    function(text)
+    return len(text) / (time.perf_counter() - start) / 1e6
+
+
+def masking_speed(size: int = 10_000_000) -> list[tuple[str, str]]:
+    """MB/s of redact (what a node said) and redact_known (the suite's own reports) on 10 MB; the floor
+    is one pass of a trivial regex over the same text."""
+    normal = (PROJECT / "selftests/data/commands/vllm.v0.13.0.gb10.llm_offline_init.log").read_text()
+    floor = re.compile(r"[=:]")
+    texts = {
+        "a run of letters, digits and _.- (the issue's)": adversarial.run_of_name_characters(size),
+        "keyword-dense (every rule runs everywhere)": adversarial.keyword_dense(size),
+        "normal (a vLLM 0.13 startup log, repeated)": adversarial.fill(normal, size),
+    }
+    rows = []
+    for what, text in texts.items():
+        rows.append(
+            (
+                what,
+                f"redact {_speed(redact.redact, text):.1f} MB/s, redact_known {_speed(redact.redact_known, text):.1f} "
+                f"MB/s (floor {_speed(lambda t: sum(1 for _ in floor.finditer(t)), text):.0f} MB/s)",
+            )
+        )
+    return rows
+
+
+# the name pattern the masking had before (issue 17): quadratic on a run of letters, digits and _.-
+_OLD_NAME = re.compile(
+    r"(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>[\"']?[ \t]*[=:][ \t]*[\"']?)"
+    r"(?P<value>[^\s\"'\\,;}\]]+)"
+)
+
+
+def before_and_after() -> list[tuple[str, str]]:
+    rows = []
+    for size in (5_000, 10_000, 20_000, 40_000, 10_000_000):
+        text = adversarial.run_of_name_characters(size)
+        start = time.perf_counter()
+        redact.redact(text)
+        after = time.perf_counter() - start
+        before = "(not run: about two days at the quadratic rate)"
+        if size <= 40_000:
+            start = time.perf_counter()
+            sum(1 for _ in _OLD_NAME.finditer(text))
+            before = f"{time.perf_counter() - start:.2f} s"
+        rows.append((f"{size:,} characters", f"before {before}, now {after:.3f} s"))
+    return rows
+
+
+def adversarial_inputs() -> Counter[str]:
+    return _collected(ADVERSARIAL_TESTS)
 
 
 # -- what a node says is untrusted: a flooding probe, a hostile history folder, terminal escapes ------------
@@ -267,8 +371,18 @@ def main() -> int:
         print(f"Bad inputs tried by the self-tests, each a clear error: {sum(counts.values())}")
         for kind in BAD_INPUT_TESTS:
             print(f"  {kind:32} {counts[kind]}")
-        planted, found = secrets(root)
-        print(f"Secrets planted vs found in terminal output, junit.xml, summary.json/md: {planted} vs {found}")
+        found = secrets(root)
+        print(
+            "Secrets planted vs found in terminal output, junit.xml, summary.json/md, report.html, the history "
+            f"and the Prometheus file: {len(found)} vs {sum(1 for n in found.values() if n)} "
+            f"({sum(found.values())} occurrences)"
+        )
+        for shape in sorted({name.split(": ", 1)[-1] for name in bad_day.SHAPED}):
+            mine = {k: v for k, v in found.items() if k.endswith(f": {shape}")}
+            print(
+                f"  {shape:32} {len(mine)} vs {sum(1 for n in mine.values() if n)} (kernel log, container log, "
+                "vLLM version, .env)"
+            )
         print("Faults survived, what a node says is untrusted (only the flooded probe's checks fail; each hostile file")
         print("  one warning and the run goes on; no control character in any output)")
         for what, figures in untrusted_faults(root):
@@ -279,6 +393,19 @@ def main() -> int:
             print(f"  {kind:32} {n}")
         split, floor = split_seconds()
         print(f"Splitting a snapshot with two 16 MiB floods: {split:.2f} s (one regex pass over it: {floor:.2f} s)")
+        print("One long line (issue 17, item 1)")
+        for what, figures in long_line(root):
+            print(f"  {what:32} {figures}")
+        print("Masking speed on 10 MB")
+        for what, figures in masking_speed():
+            print(f"  {what:48} {figures}")
+        print("Masking a run of letters, digits and _.-: the old name pattern vs now")
+        for what, figures in before_and_after():
+            print(f"  {what:32} {figures}")
+        counts = adversarial_inputs()
+        print(f"Adversarial inputs the self-tests try, each within a fixed bound: {sum(counts.values())}")
+        for kind in ADVERSARIAL_TESTS:
+            print(f"  {kind:40} {counts[kind]}")
     return 0
 
 

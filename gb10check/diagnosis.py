@@ -11,10 +11,11 @@ from typing import Any
 
 from gb10check import probes
 from gb10check.asks import Ask
-from gb10check.errors import GB10Error, ServiceError
+from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text
+from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
@@ -25,7 +26,7 @@ IGNORED = ("service-unreachable",)  # the API being down is the question, not an
 class Finding:
     node: str
     hint: str
-    line: str  # the log line that shows it, or the container's state
+    line: str  # the log line that shows it (masked), or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
     index: int | None = None  # where in the log the line is (its first showing)
 
@@ -36,7 +37,8 @@ def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[F
     for hint in catalogue.match(meaningful_text(lines)):
         if hint.id not in IGNORED:
             index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
-            out.append(Finding(node, hint.id, lines[index].text.strip() if index is not None else "", True, index))
+            line = redact(lines[index].text.strip()) if index is not None else ""  # whole: a check may cut it
+            out.append(Finding(node, hint.id, line, True, index))
     return out
 
 
@@ -67,7 +69,7 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     if not findings:
         return copy.copy(error)
     said = "; ".join(
-        f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
+        f"{f.node}'s log shows [{f.hint}]: {clip(f.line, 160)}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
         for f in findings
     )
     ids = tuple(dict.fromkeys((*(f.hint for f in findings), *error.hint_ids)))

@@ -25,7 +25,11 @@ which the pytest plugin turns into troubleshooting text.
 from __future__ import annotations
 
 from gb10check.neutralise import neutralise
-from gb10check.redact import redact
+from gb10check.redact import redact, redact_known
+
+# what a node said is masked with this much of its text around what is shown: a secret's name just
+# outside an excerpt still hides its value inside it (and a 10 MB line costs no more than a short one)
+_MARGIN = 4096
 
 
 class GB10Error(Exception):
@@ -35,7 +39,9 @@ class GB10Error(Exception):
         self, message: str, *, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
         message = neutralise(message)  # shown, never obeyed: a node's escapes do not reach the terminal
-        super().__init__(redact(message))  # every message may quote a node's output
+        # the suite's own words stay as written; what they quote from a node was masked where it was
+        # quoted (excerpt, clip, redact), and registered values and shaped tokens are masked here again
+        super().__init__(redact_known(message))
         if hint_ids:
             self.hint_ids = hint_ids
         # fields for the hint's commands (gb10check/hint_context.py): the command that hung, the missing file
@@ -72,7 +78,10 @@ class InputFileError(GB10Error):
 
 def clip(text: str, limit: int = 300) -> str:
     """At most about `limit` characters of a tool's error: its first line (what failed) and its end
-    (why), an ellipsis between, both cut at word boundaries."""
+    (why), an ellipsis between, both cut at word boundaries; masked, as all a node says."""
+    if len(text) > 2 * (limit + _MARGIN):  # only the ends are shown: only they are masked
+        text = f"{text[: limit + _MARGIN]} ... {text[-(limit + _MARGIN) :]}"
+    text = redact(text)
     if len(text) <= limit:
         return text
     first = text.split("\n", 1)[0]
@@ -86,10 +95,11 @@ def clip(text: str, limit: int = 300) -> str:
 
 
 def excerpt(text: str, limit: int = 300) -> str:
-    """A bounded, redacted, single-quoted view of raw output for error messages."""
-    text = redact(text)
-    text = text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
-    return repr(text)
+    """A bounded, masked, single-quoted view of raw output for error messages: how a message quotes a node."""
+    shown = redact(text[: limit + _MARGIN])
+    if len(shown) <= limit and len(text) <= limit + _MARGIN:
+        return repr(shown)
+    return repr(shown[:limit] + f"... [{max(len(text) - limit, 1)} more chars]")
 
 
 class ParseError(GB10Error):

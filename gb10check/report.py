@@ -13,7 +13,7 @@ from typing import Any
 from gb10check import atomic
 from gb10check.errors import ReportsUnwritable
 from gb10check.neutralise import neutralise, neutralise_tree
-from gb10check.redact import redact, redact_tree
+from gb10check.redact import redact_known, redact_tree
 from gb10check.verdict import Comparison
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
@@ -126,11 +126,12 @@ class Summary:
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        # the last line of defence: nothing a check or an error quoted leaves unredacted
+        # the last line of defence: a registered value or a shaped token a check or an error quoted leaves
+        # masked (what they quoted from a node was masked where it was quoted; their own words stay)
         data = redact_tree(self.to_json())  # each string before serialising: the JSON escapes stay intact
         data = neutralise_tree(data)  # and a node's control characters shown, never replayed by a reader
         atomic.write(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        atomic.write(directory / "summary.md", redact(neutralise(self.to_markdown())))
+        atomic.write(directory / "summary.md", redact_known(neutralise(self.to_markdown())))
 
 
 def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
@@ -145,7 +146,7 @@ def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="hints", value=hint_id)
     message = neutralise(message)
-    ET.SubElement(case, "error", message=redact(message)).text = redact(message)
+    ET.SubElement(case, "error", message=redact_known(message)).text = redact_known(message)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
 

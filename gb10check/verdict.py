@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gb10check.neutralise import neutralise
-from gb10check.redact import redact
+from gb10check.redact import redact, redact_known
 
 
 class CheckFailed(AssertionError):
@@ -18,7 +18,7 @@ class CheckFailed(AssertionError):
         self, message: str, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
         message = neutralise(message)
-        super().__init__(redact(message))
+        super().__init__(redact_known(message))  # the check's words; what it quotes, `expect` has masked
         self.hint_ids = hint_ids
         self.context = dict(context or {})  # fields for the hint's commands (the file to fix, ...)
 

@@ -64,6 +64,13 @@ class Container(_Spec):
     exit_code: int = 0  # when not running
 
 
+class LongLine(_Spec):
+    """One line of `chars` characters, `unit` over and over: a container that printed one huge line."""
+
+    unit: str = Field(min_length=1)
+    chars: int = Field(gt=0, le=100_000_000)
+
+
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
     compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
@@ -75,6 +82,7 @@ class Docker(_Spec):
     image_files: dict[str, str] = {}  # path -> text: files of the deployment's image (and its container)
     log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
+    log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
 
 
 class Ufw(_Spec):

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.parsers import bounded_line
 
 _HEADER = re.compile(r"^gb10check: kernel log lines (?P<n>\d+)$")
 _STAMP = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\]\s*")
@@ -53,7 +54,8 @@ class KernelLog:
 
 
 def parse_kernel_log(text: str) -> KernelLog:
-    lines = text.splitlines()
+    """A line longer than MAX_LINE is read as its first MAX_LINE characters (saying so)."""
+    lines = [bounded_line(line) for line in text.splitlines()]
     counts = [m for m in (_HEADER.match(line.strip()) for line in (lines[:1] + lines[-1:])) if m]
     if not counts:
         raise ParseError("the kernel log (dmesg)", "expected 'gb10check: kernel log lines N' first or last", text)

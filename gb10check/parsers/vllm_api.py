@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 from gb10check.parsers import json_object
 
 
@@ -33,7 +33,9 @@ def parse_models(text: str) -> tuple[ModelCard, ...]:
             raise ParseError("GET /v1/models", "a model card without a string 'id'", text)
         mml = item.get("max_model_len")
         if mml is not None and not isinstance(mml, int):
-            raise ParseError("GET /v1/models", f"max_model_len of {item['id']!r} is not an integer", text)
+            raise ParseError(
+                "GET /v1/models", f"max_model_len of {excerpt(str(item['id']), 120)} is not an integer", text
+            )
         cards.append(ModelCard(id=item["id"], root=item.get("root"), max_model_len=mml, parent=item.get("parent")))
     return tuple(cards)
 
@@ -173,7 +175,9 @@ def parse_sse(text: str) -> list[str]:
         if not lines:
             continue
         if len(lines) != 1 or not lines[0].startswith("data: "):
-            raise ParseError("the SSE stream", f"expected one 'data: ' line per event, got {lines[0][:80]!r}", text)
+            raise ParseError(
+                "the SSE stream", f"expected one 'data: ' line per event, got {excerpt(lines[0], 80)}", text
+            )
         out.append(lines[0][len("data: ") :])
     return out
 

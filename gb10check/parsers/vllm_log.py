@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gb10check.errors import ParseError
+from gb10check.parsers import bounded_line
 
 _STAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ?(?P<text>.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -27,9 +28,11 @@ class LogLine:
 
 def parse_docker_log(text: str) -> list[LogLine]:
     """`docker logs --timestamps` output: every non-empty line stamped (a line without a stamp
-    continues the previous one, as a wrapped traceback does)."""
+    continues the previous one, as a wrapped traceback does). A line longer than MAX_LINE keeps its
+    first MAX_LINE characters and says how many more it had: every pattern is matched on the line."""
     out: list[LogLine] = []
     for raw in text.splitlines():
+        raw = bounded_line(raw)
         if not raw.strip():
             continue
         m = _STAMP.match(raw)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
@@ -13,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from selftests import adversarial
 from selftests.e2e.runner import SuiteRun, finish, run_suite, start_suite
 from sim.scenario import load_scenario
 
@@ -74,11 +76,68 @@ SECRETS = {
 API_KEY_ENV = "GB10_SELFTEST_API_KEY"
 
 
+def _jwt(subject: str) -> str:
+    """A JWT's shape (header.payload.signature, base64url), its payload naming where it was planted."""
+    payload = base64.urlsafe_b64encode(f'{{"sub":"{subject}"}}'.encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJIUzI1NiJ9.{payload}.c2lnbmF0dXJlLW9mLXRoZS1ub2Rl"
+
+
+def _shapes(where: str, tag: str, digits: str) -> dict[str, str]:
+    """The shapes the masking did not know (issue 17, item 4), each unique to where it is planted."""
+    return {
+        f"{where}: AWS access key id": "AKIA" + (tag * 16)[:16],
+        f"{where}: credentials in a URL": f"{tag.capitalize()}UrlPa55",
+        f"{where}: JWT": _jwt(where),
+        f"{where}: Slack token": f"xoxb-{digits}-{digits}123-{tag.capitalize()}SlackT0ken",
+        f"{where}: password": f"{tag.capitalize()}Passw0rd",
+    }
+
+
+SHAPED = {
+    **_shapes("kernel log", "KERNELLOG", "1111111111"),
+    **_shapes("container log", "CONTAINERLOG", "2222222222"),
+    **_shapes("vLLM version", "VERSIONSTRING", "3333333333"),
+    **_shapes(".env", "DOTENVFILE", "4444444444"),
+}
+
+
+STAMP = "2025-01-01T00:00:00.000000000Z"
+
+
+def _said(where: str) -> list[str]:
+    """How a node says them, in three lines (a check quotes up to three): a key and a URL with its
+    credentials, a session and a notification token, a password after the word."""
+    s = {k.split(": ", 1)[1]: v for k, v in SHAPED.items() if k.startswith(f"{where}: ")}
+    url = f"https://deploy:{s['credentials in a URL']}@registry.example/v2/"
+    return [
+        f"key {s['AWS access key id']} pulls {url}",
+        f"session {s['JWT']} notify {s['Slack token']}",
+        f"password {s['password']}",
+    ]
+
+
+# each line of _said as the outputs show it, masked: every planted secret was shown, none of it left
+SAID_MASKED = ("key *** pulls https://deploy:***@registry.example/v2/", "session *** notify ***", "password ***")
+
+
 def secrets_scenario(tmp: Path) -> Path:
     """Secrets in rank 1's .env (which then fails to parse), at the top of rank 0's compose (which
     then fails to parse), in rank 1's container environment (whose inspect output is cut short),
-    and the API key the suite itself sends (the fake vLLM requires it)."""
+    and the API key the suite itself sends (the fake vLLM requires it). Then the shapes the masking
+    did not know (SHAPED): in rank 1's kernel log (GPU Xid lines a check quotes), rank 0's container
+    log (lines of the catalogue's symptoms), the vLLM version string, and rank 0's .env (which then
+    fails to parse on a `password ...` line, quoting its head). And rank 1's .env names rank 0 as a token's
+    value (issue 17, item 5): a node's name is never masked."""
     s = SECRETS
+    kernel = [
+        f"[ 4242.00000{i}] NVRM: Xid (PCI:000f:01:00): 79, pid=42, {said}" for i, said in enumerate(_said("kernel log"))
+    ]
+    symptoms = ("CUDA out of memory", "mamba cache", "nv_alloc_system_pages")
+    logged = [
+        f"{STAMP} ERROR {symptom}: {said}" for symptom, said in zip(symptoms, _said("container log"), strict=True)
+    ]
+    key_and_url, session_and_slack = _said(".env")[:2]
+    password = SHAPED[".env: password"]
     container = (
         '[{"Id": "4f1c", "Name": "/vllm-qwen38", "Config": {"Image": "vllm/vllm-openai:qwen38-flash-next", '
         f'"Env": ["HUGGING_FACE_HUB_TOKEN={s["container_token"]}", "VLLM_API_KEY={s["container_key"]}", '
@@ -87,18 +146,31 @@ def secrets_scenario(tmp: Path) -> Path:
 [nodes.{R1}.env]
 HF_TOKEN = "{s["dotenv_token"]}"
 DB_PASSWORD = "{s["dotenv_password"]}"
+X_TOKEN = "{R0}"
 "BROKEN LINE" = "not KEY=VALUE: the .env parser refuses the file and quotes it"
+
+[nodes.{R1}]
+kernel_log = {json.dumps(kernel)}
 
 [[nodes.{R1}.stubs]]
 tool = "docker"
 match = "container inspect"
 stdout = '{container}'
 
-[nodes.thinkstationpgx-30]
+[nodes.{R0}]
 compose_edits = [["services:", "x-note: HF_TOKEN={s["compose_token"]}\\nbroken: [unclosed\\nservices:"]]
+
+[nodes.{R0}.docker]
+log_extra = {json.dumps(logged)}
+
+[nodes.{R0}.env]
+AWS_ID = {json.dumps(key_and_url)}
+SESSION = {json.dumps(session_and_slack)}
+"password {password}" = "its own line: the .env parser refuses the file and quotes its head"
 
 [service]
 api_key = "{s["api_key"]}"
+vllm_version = {json.dumps("0.12.0 " + " ".join(_said("vLLM version")))}
 
 [inventory.service]
 api_key_env = "{API_KEY_ENV}"
@@ -108,10 +180,64 @@ api_key_env = "{API_KEY_ENV}"
     return path
 
 
-def leaked(tmp: Path, run: SuiteRun) -> dict[str, int]:
-    """How often each planted secret appears in the terminal output and every report."""
-    texts = [run.out] + [p.read_text(errors="replace") for p in (tmp / "reports").glob("*") if p.is_file()]
-    return {name: sum(t.count(value) for t in texts) for name, value in SECRETS.items()}
+def secrets_run(tmp: Path) -> SuiteRun:
+    """The secrets scenario, every output on: the reports, the history kept, the Prometheus file."""
+    return run_suite(
+        tmp,
+        f"--sim={secrets_scenario(tmp)}",
+        f"--history={tmp / 'history'}",
+        f"--prometheus={tmp / 'metrics' / 'gb10check.prom'}",
+        env={API_KEY_ENV: SECRETS["api_key"]},
+    )
+
+
+def outputs(tmp: Path, run: SuiteRun) -> dict[str, str]:
+    """Every output of a run, by name: the terminal, each report, the history kept, the Prometheus file."""
+    files = [
+        p for folder in ("reports", "history", "metrics") for p in sorted((tmp / folder).rglob("*")) if p.is_file()
+    ]
+    return {"terminal": run.out, **{str(p.relative_to(tmp)): p.read_text(errors="replace") for p in files}}
+
+
+def leaked(tmp: Path, run: SuiteRun, secrets: dict[str, str] | None = None) -> dict[str, int]:
+    """How often each planted secret appears in the terminal output and every output file."""
+    texts = outputs(tmp, run).values()
+    return {name: sum(t.count(value) for t in texts) for name, value in (secrets or {**SECRETS, **SHAPED}).items()}
+
+
+# -- one long line (issue 17, item 1) ------------------------------------------------------------
+LONG_LINE_CHARS = 10_000_000
+# rank 1's container log ends with one line of 10 MB: a run of letters, digits and _.- (the old masking's
+# worst case, quadratic in it), in the `docker logs` every snapshot takes
+LONG_LINE = (
+    f'base = "healthy"\n[nodes.{R1}.docker]\n'
+    f'log_long_line = {{ unit = "{adversarial.RUN}", chars = {LONG_LINE_CHARS} }}\n'
+)
+
+
+def long_line_run(tmp: Path) -> TimedRun:
+    return timed(tmp, f"--sim={scenario_file(tmp, 'long-line', LONG_LINE)}")
+
+
+def sigterm_during_long_line(tmp: Path, after: float = 1.0) -> Interrupted:
+    """SIGTERM `after` seconds once rank 1's `docker logs` has printed the 10 MB line into the snapshot:
+    while the suite takes the snapshot's output apart, masks it and parses it (where the quadratic
+    masking held the GIL for hours, and SIGTERM waited for it)."""
+    proc = start_suite(tmp, f"--sim={scenario_file(tmp, 'long-line', LONG_LINE)}")
+    log = Path(f"/run/gb10sim/{proc.pid}/{R1}/container.log")
+
+    def read() -> bool:  # the stub runs, or has read the file (its access time passed its write time)
+        if pgrep(f"/run/gb10sim/{proc.pid}/{R1}/state.json docker logs"):
+            return True
+        try:
+            stat = log.stat()
+        except OSError:
+            return False
+        return stat.st_atime_ns > stat.st_mtime_ns
+
+    wait_for(read, "rank 1's docker logs", proc)
+    time.sleep(after)
+    return interrupt(proc, tmp, signal.SIGTERM)
 
 
 # -- signals -----------------------------------------------------------------------------------

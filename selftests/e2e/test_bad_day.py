@@ -6,6 +6,7 @@ reports, one line per check, no secret, a clear error.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -133,12 +134,18 @@ def healthy_seconds(tmp_path_factory):
     return run.seconds
 
 
+@pytest.fixture(scope="module")
+def secrets_run(tmp_path_factory):
+    """One run of the secrets scenario with every output on (reports, history, Prometheus file)."""
+    tmp = tmp_path_factory.mktemp("secrets")
+    return tmp, bad_day.secrets_run(tmp)
+
+
 @pytest.mark.sim
-def test_planted_secrets_appear_nowhere(tmp_path):
+def test_planted_secrets_appear_nowhere(secrets_run):
     """.env, compose, container environment and the suite's own API key: every parser that fails
     quotes its input, and none of the secrets reaches the terminal, JUnit or the summaries."""
-    scenario = bad_day.secrets_scenario(tmp_path)
-    run = run_suite(tmp_path, f"--sim={scenario}", env={bad_day.API_KEY_ENV: bad_day.SECRETS["api_key"]})
+    tmp, run = secrets_run
     failed = run.failed()
     # the three parsers did fail, quoting what they read (so the redaction is what kept the secrets out)
     assert f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R1}]" in failed, run.out
@@ -147,7 +154,87 @@ def test_planted_secrets_appear_nowhere(tmp_path):
     assert "DB_PASSWORD=***" in run.out and "HF_TOKEN=***" in run.out
     served = "tests_service/test_models.py::test_served_model[thinkstationpgx-30]"
     assert served not in failed  # the key was sent, and worked
-    assert bad_day.leaked(tmp_path, run) == dict.fromkeys(bad_day.SECRETS, 0)
+    assert bad_day.leaked(tmp, run, bad_day.SECRETS) == dict.fromkeys(bad_day.SECRETS, 0)
+
+
+@pytest.mark.sim
+def test_secrets_of_every_shape_are_shown_masked_in_every_output(secrets_run):
+    """Issue 17, item 4: an AWS key id, credentials in a URL, a JWT, a Slack token and `password
+    <value>` in a kernel log line, a container log line, the vLLM version string and a .env whose parse
+    error quotes its head: each line is shown (masked) and none of the secrets reaches the terminal,
+    junit.xml, summary.md/json, report.html, the history kept or the Prometheus file."""
+    tmp, run = secrets_run
+    outputs = bad_day.outputs(tmp, run)
+    assert {"reports/junit.xml", "reports/summary.json", "reports/summary.md", "reports/report.html"} <= set(outputs)
+    assert any(n.startswith("history/run-") for n in outputs) and "metrics/gb10check.prom" in outputs, list(outputs)
+    assert bad_day.leaked(tmp, run, bad_day.SHAPED) == dict.fromkeys(bad_day.SHAPED, 0)
+    failed = run.failed()
+    assert f"tests_network/test_kernel_log.py::test_no_gpu_xid_errors[{R1}]" in failed, run.out
+    assert f"tests_service/test_logs.py::test_log_names_no_known_fault[{R0}]" in failed, run.out
+    assert f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R0}]" in failed, run.out
+    everything = "\n".join(outputs.values())
+    shown = {
+        "kernel log": [f"pid=42, {said}" for said in bad_day.SAID_MASKED],
+        "container log": [f"ERROR CUDA out of memory: {bad_day.SAID_MASKED[0]}", bad_day.SAID_MASKED[1]],
+        "vLLM version": ["0.12.0 " + " ".join(bad_day.SAID_MASKED)],
+        ".env": [f"AWS_ID={bad_day.SAID_MASKED[0]}", f"SESSION={bad_day.SAID_MASKED[1]}", bad_day.SAID_MASKED[2]],
+    }
+    missing = {where: [t for t in texts if t not in everything] for where, texts in shown.items()}
+    assert all(not texts for texts in missing.values()), missing
+
+
+@pytest.mark.sim
+def test_a_node_name_that_is_a_dotenv_value_is_never_masked(secrets_run):
+    """Issue 17, item 5: rank 1's .env sets X_TOKEN to rank 0's name; that name stays in every output."""
+    tmp, run = secrets_run
+    outputs = bad_day.outputs(tmp, run)
+    assert "X_TOKEN=thinkstationpgx-30" in run.out  # shown as the node has it: a node's name is no secret
+    summary = json.loads(outputs["reports/summary.json"])
+    assert {row["node"] for row in summary["checks"]} == {None, R0, R1}
+    prometheus = outputs["metrics/gb10check.prom"]
+    assert 'node="***"' not in prometheus and f'node="{R0}"' in prometheus
+    assert f"| {R0} |" in outputs["reports/summary.md"] and R0 in outputs["reports/report.html"]
+    history = next(v for k, v in outputs.items() if k.startswith("history/"))
+    assert f'"node": "{R0}"' in history and '"node": "***"' not in history
+
+
+@pytest.mark.sim
+def test_the_suites_own_words_are_not_masked(secrets_run):
+    """Issue 17, item 10: a .env error reads "line N is not KEY=VALUE: '...'"; only what it quotes is masked."""
+    _, run = secrets_run
+    message = run.junit[f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R1}]"]["message"]
+    assert re.search(r"line \d+ is not KEY=VALUE: 'BROKEN LINE=", message), message
+    assert "KEY=***" not in message.split(": 'BROKEN LINE=")[0], message
+
+
+@pytest.mark.sim
+def test_one_10mb_log_line_costs_seconds_and_every_report_is_written(tmp_path, healthy_seconds):
+    """Issue 17, item 1: rank 1's container log ends with one line of 10 MB (a run of letters, digits
+    and _.-, the old masking's quadratic case: 11 minutes at full CPU, no reports)."""
+    run = bad_day.long_line_run(tmp_path)
+    assert run.run.rc == 0 and run.run.failed() == {}, run.run.out[-3000:]
+    assert run.run.summary is not None and run.run.summary["interrupted"] is False
+    assert all((tmp_path / "reports" / name).stat().st_size for name in ("junit.xml", "summary.md", "report.html"))
+    assert run.within_output_bounds(), run.run.out[:3000]
+    # a bound for a busy machine (the healthy run plus a minute); the quadratic masking took hours
+    assert run.seconds < healthy_seconds + 60, f"{run.seconds:.1f} s against healthy {healthy_seconds:.1f} s"
+    assert sim_leftovers(run.run.pid) == []
+
+
+@pytest.mark.sim
+def test_sigterm_during_a_10mb_log_line_is_acted_on_within_seconds(tmp_path):
+    """Issue 17, item 1: the same line, SIGTERM seconds after the sim's bring-up (while the snapshot with
+    the line is read, or the checks read it): the run stops within seconds and writes every report (it
+    ignored two SIGTERMs for 11 minutes)."""
+    result = bad_day.sigterm_during_long_line(tmp_path)
+    run = result.run
+    assert run.rc == 2 and result.exit_seconds < 10, f"exit {run.rc} {result.exit_seconds:.1f} s after SIGTERM"
+    assert run.summary is not None and run.summary["interrupted"] is True, run.out[-3000:]
+    assert run.summary["interruption"]["signal"] == "SIGTERM"
+    assert FINAL_LINE.match(run.out.rstrip().splitlines()[-1]), run.out[-2000:]
+    assert run.junit, "no JUnit file, or an empty one"
+    assert all((tmp_path / "reports" / name).stat().st_size for name in ("junit.xml", "summary.md", "summary.json"))
+    assert sim_leftovers(result.run.pid) == []
 
 
 def test_reports_that_cannot_be_written_stop_the_run_before_any_node(tmp_path):
