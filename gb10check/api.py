@@ -134,17 +134,27 @@ class ApiClient:
     def _bounded(self, what: str) -> Iterator[float]:
         """The request within request_timeout in total; transport failures as ServiceError."""
         start = time.monotonic()
-        t = self.spec.request_timeout
         try:
-            with deadline.within(t):
+            with deadline.within(self.spec.request_timeout):
                 yield start
         except (httpx.TimeoutException, openai.APITimeoutError) as exc:
-            raise ServiceError(
-                f"{what}: no complete answer within {t:g} s (gave up after {time.monotonic() - start:.1f} s)",
-                hint_ids=("service-timeout",),
-            ) from exc
+            raise ServiceError(f"{what}: {self.limit_that_fired(exc, start)}", hint_ids=("service-timeout",)) from exc
         except (httpx.HTTPError, openai.APIConnectionError) as exc:
             raise ServiceError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    def limit_that_fired(self, exc: BaseException, start: float) -> str:
+        """Which bound ended a request, by its setting: the total (each socket operation gets at most
+        the time left before it: gb10check/deadline.py), else the connect or the read timeout."""
+        s, elapsed = self.spec, time.monotonic() - start
+        if elapsed >= s.request_timeout:
+            return f"no complete answer within {s.request_timeout:g} s (service.request_timeout)"
+        cause = exc.__cause__ if isinstance(exc, openai.APITimeoutError) else exc
+        if type(cause).__name__ in ("ConnectTimeout", "PoolTimeout"):
+            return f"no connection within {s.connect_timeout:g} s (service.connect_timeout)"
+        return (
+            f"nothing for {s.read_timeout:g} s (service.read_timeout); gave up after {elapsed:.1f} s "
+            f"of the {s.request_timeout:g} s service.request_timeout allows"
+        )
 
     def get(self, path: str) -> HttpAnswer:
         """One GET, all of it (connect, headers, body) within request_timeout."""
@@ -206,13 +216,18 @@ class ApiClient:
                                 (time.monotonic() - start, json_object(data, f"an SSE event of {what}"))
                             )
         except ServiceError as exc:
+            cause = exc.__cause__
+            timeout = isinstance(cause, httpx.TimeoutException)
+            why = self.limit_that_fired(cause, start) if timeout and cause else str(exc).split(": ", 1)[-1]
+            if not raw and reply.status:  # the headers came: the engine took the request, then said nothing
+                raise ServiceError(
+                    f"{what}: HTTP {reply.status} and the event stream's headers came, then {why}",
+                    hint_ids=exc.hint_ids,
+                ) from cause
             if not raw:
                 raise
-            kind = "stalled" if isinstance(exc.__cause__, httpx.ReadTimeout) else "was cut short"
-            reply.stalled = (
-                f"the stream {kind} after {len(reply.chunks)} event(s) and {time.monotonic() - start:.1f} s "
-                f"(read timeout {self.spec.read_timeout:g} s, total {self.spec.request_timeout:g} s)"
-            )
+            kind = "stalled" if timeout and "service.read_timeout" in why else "was cut short"
+            reply.stalled = f"the stream {kind} after {len(reply.chunks)} event(s): {why}"
         reply.seconds = time.monotonic() - start
         if reply.done:
             parse_sse("\n".join(raw) + "\n")  # the framing: one `data:` line per event, blank lines between

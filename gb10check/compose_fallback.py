@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from gb10check.compose import ComposeService, choose_service, parse_size
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
+from gb10check.redact import redact
 
 FALLBACK = "gb10check's own reader"
 VAR = r"[A-Za-z_][A-Za-z0-9_]*"  # a shell or Compose variable name
@@ -73,7 +74,7 @@ class Interpolation:
             if op in (":+", "+"):
                 return "" if (empty if op == ":+" else unset) else arg
             if op in (":?", "?") and (empty if op == ":?" else unset):
-                raise ParseError(self.what, f"required variable {name} is not set: {arg}", m[0])
+                raise ParseError(self.what, f"required variable {name} is not set: {redact(arg)}", m[0])
             return "" if value is None else value  # Compose: an unset variable is empty (with a warning)
 
         def literal(m: re.Match[str]) -> str:  # a value put in is not read again: its `$` stays a `$`
@@ -113,7 +114,7 @@ def parse_dotenv(text: str, what: str = ".env", outer: dict[str, str] | None = N
             continue
         match = _KEY.match(line)
         if not match:
-            raise ParseError(what, f"line {number} is not KEY=VALUE: {line!r}", text)
+            raise ParseError(what, f"line {number} is not KEY=VALUE: {excerpt(line, 120)}", text)
         start = pos + match.end()
         quote = text[start : start + 1]
         interp = Interpolation({**(outer or {}), **out}, what)
@@ -126,7 +127,7 @@ def parse_dotenv(text: str, what: str = ".env", outer: dict[str, str] | None = N
             rest_end = len(text) if rest_end < 0 else rest_end
             rest = text[close + 1 : rest_end].strip()
             if rest and not rest.startswith("#"):
-                raise ParseError(what, f"line {number}: text after the closing quote: {rest!r}", text)
+                raise ParseError(what, f"line {number}: text after the closing quote: {excerpt(rest, 120)}", text)
             if quote == "'":
                 value = body  # literal: no escapes, no interpolation
             else:
@@ -272,7 +273,7 @@ def load_service(
     try:
         doc = yaml.load(text.removeprefix("\ufeff"), Loader=_Yaml12Loader)
     except yaml.YAMLError as exc:
-        raise ParseError(what, f"not valid YAML: {exc}".replace("\n", " "), text) from exc
+        raise ParseError(what, f"not valid YAML: {redact(str(exc))}".replace("\n", " "), text) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("services"), dict) or not doc["services"]:
         raise ParseError(what, "no 'services:' mapping", text)
     _check_keys(doc, what, text)
@@ -319,7 +320,11 @@ def _check_keys(doc: dict[str, Any], what: str, text: str) -> None:
     setting silently missing. `extends` and `include` merge other definitions in Compose's way: refused."""
     for key in doc:
         if key not in TOP_LEVEL_KEYS and not str(key).startswith("x-"):
-            raise ParseError(what, f"additional property {key!r} not allowed at the top level (Compose's schema)", text)
+            raise ParseError(
+                what,
+                f"additional property {excerpt(str(key), 80)} not allowed at the top level (Compose's schema)",
+                text,
+            )
     if "include" in doc:
         raise ParseError(what, f"{FALLBACK} does not follow `include:` (Compose merges the included files)", text)
     for name, service in doc["services"].items():

@@ -1,17 +1,21 @@
 """Which row of the troubleshooting table applies when the API fails: what each node's vLLM
 container log shows (the catalogue's symptom patterns, the known noise left out), added to the
-API's failure; and how an HTTP status reads (a 5xx is the server failing, a 401 the key)."""
+API's failure; how an HTTP status reads (a 5xx is the server failing, a 401 the key); and how a
+finish_reason reads (`length`: the answer was cut short, whatever else it shows)."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from gb10check import probes
-from gb10check.errors import GB10Error, ServiceError
+from gb10check.asks import Ask
+from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import meaningful_text
+from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text
+from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
@@ -22,8 +26,20 @@ IGNORED = ("service-unreachable",)  # the API being down is the question, not an
 class Finding:
     node: str
     hint: str
-    line: str  # the log line that shows it, or the container's state
+    line: str  # the log line that shows it (masked), or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
+    index: int | None = None  # where in the log the line is (its first showing)
+
+
+def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[Finding]:
+    """The catalogue's symptoms in one node's container log, each with the first line that shows it."""
+    out = []
+    for hint in catalogue.match(meaningful_text(lines)):
+        if hint.id not in IGNORED:
+            index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
+            line = redact(lines[index].text.strip()) if index is not None else ""  # whole: a check may cut it
+            out.append(Finding(node, hint.id, line, True, index))
+    return out
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:
@@ -35,13 +51,17 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
             lines = snap.fact(probes.DOCKER_LOGS) if c is not None else []
         except GB10Error:
             continue  # an unreachable node, an unreadable log: their own checks say so
-        for hint in catalogue.match(meaningful_text(lines)):
-            if hint.id not in IGNORED:
-                line = next((ln.text for ln in lines if any(p.search(ln.text) for p in hint.symptoms)), "")
-                out.append(Finding(name, hint.id, line.strip()))
+        out += findings_in(name, lines, catalogue)
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
     return out
+
+
+def startup_findings(findings: list[Finding], node: str, reached: list[Reached], last: str) -> list[Finding]:
+    """What the node's log showed while it started: up to the line where it reached its start's `last`
+    milestone (what comes after is the log check's, not the start's verdict), or all of it if it never did."""
+    end = next((r.index for r in reached if r.milestone == last), None)
+    return [f for f in findings if f.node == node and f.from_log and (end is None or f.index is None or f.index <= end)]
 
 
 def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
@@ -49,7 +69,7 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     if not findings:
         return copy.copy(error)
     said = "; ".join(
-        f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
+        f"{f.node}'s log shows [{f.hint}]: {clip(f.line, 160)}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
         for f in findings
     )
     ids = tuple(dict.fromkeys((*(f.hint for f in findings), *error.hint_ids)))
@@ -72,4 +92,35 @@ def expect_answered(evidence: Evidence, status: int, error: str, what: str) -> N
         expected="HTTP 200",
         found="HTTP 200" if status == 200 else f"HTTP {status}: {error or 'no message'}",
         hints=hints,
+    )
+
+
+def expect_finished(evidence: Evidence, finish_reason: str | None, usage: dict[str, Any] | None, ask: Ask) -> None:
+    """finish_reason `length` is judged before what the answer says: vLLM stopped at max_tokens or the
+    context's end, so the answer lacks its end (cut in its reasoning, vLLM before 0.17 returns the raw
+    <think> block as content, 0.17 and later reasoning with no content: no parser is missing)."""
+    used = (usage or {}).get("completion_tokens")
+    used = used if isinstance(used, int) else None
+    if used is None:
+        why = "the server did not say how many tokens it generated"
+    elif used >= ask.max_tokens:
+        why = (
+            f"it used all {ask.max_tokens} tokens the suite asked for at most: the model does not come to an end "
+            "(a healthy one answers these in a few hundred; one that loops points at its weights or quantization)"
+        )
+    else:
+        why = (
+            f"the server stopped it at {used} tokens, below the {ask.max_tokens} asked: the context ends there "
+            "(--max-model-len) or the server caps output tokens (max_new_tokens of --override-generation-config "
+            "or of the model's generation_config.json)"
+        )
+    evidence.expect(
+        finish_reason != "length",
+        what=f"finish_reason ({ask.prompt!r}{', streamed' if ask.stream else ''})",
+        expected=f"the answer finished within max_tokens {ask.max_tokens} (stop, or tool_calls)",
+        found=f"length: cut short after {used if used is not None else 'an unreported number of'} completion tokens"
+        if finish_reason == "length"
+        else str(finish_reason),
+        detail=why,
+        hints=("answer-cut-short",),
     )

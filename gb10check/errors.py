@@ -6,6 +6,7 @@
     ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
     ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
     ├── ParseError            a tool printed something its parser does not recognise
+    ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
@@ -23,7 +24,12 @@ which the pytest plugin turns into troubleshooting text.
 
 from __future__ import annotations
 
-from gb10check.redact import redact
+from gb10check.neutralise import neutralise
+from gb10check.redact import redact, redact_known
+
+# what a node said is masked with this much of its text around what is shown: a secret's name just
+# outside an excerpt still hides its value inside it (and a 10 MB line costs no more than a short one)
+_MARGIN = 4096
 
 
 class GB10Error(Exception):
@@ -32,7 +38,10 @@ class GB10Error(Exception):
     def __init__(
         self, message: str, *, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
-        super().__init__(redact(message))  # every message may quote a node's output
+        message = neutralise(message)  # shown, never obeyed: a node's escapes do not reach the terminal
+        # the suite's own words stay as written; what they quote from a node was masked where it was
+        # quoted (excerpt, clip, redact), and registered values and shaped tokens are masked here again
+        super().__init__(redact_known(message))
         if hint_ids:
             self.hint_ids = hint_ids
         # fields for the hint's commands (gb10check/hint_context.py): the command that hung, the missing file
@@ -69,7 +78,10 @@ class InputFileError(GB10Error):
 
 def clip(text: str, limit: int = 300) -> str:
     """At most about `limit` characters of a tool's error: its first line (what failed) and its end
-    (why), an ellipsis between, both cut at word boundaries."""
+    (why), an ellipsis between, both cut at word boundaries; masked, as all a node says."""
+    if len(text) > 2 * (limit + _MARGIN):  # only the ends are shown: only they are masked
+        text = f"{text[: limit + _MARGIN]} ... {text[-(limit + _MARGIN) :]}"
+    text = redact(text)
     if len(text) <= limit:
         return text
     first = text.split("\n", 1)[0]
@@ -83,10 +95,11 @@ def clip(text: str, limit: int = 300) -> str:
 
 
 def excerpt(text: str, limit: int = 300) -> str:
-    """A bounded, redacted, single-quoted view of raw output for error messages."""
-    text = redact(text)
-    text = text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
-    return repr(text)
+    """A bounded, masked, single-quoted view of raw output for error messages: how a message quotes a node."""
+    shown = redact(text[: limit + _MARGIN])
+    if len(shown) <= limit and len(text) <= limit + _MARGIN:
+        return repr(shown)
+    return repr(shown[:limit] + f"... [{max(len(text) - limit, 1)} more chars]")
 
 
 class ParseError(GB10Error):
@@ -98,6 +111,12 @@ class ParseError(GB10Error):
         # a parser that recognises the tool's own error text names the hint for it
         super().__init__(f"cannot parse {what}: {detail}; output was {excerpt(text)}", hint_ids=hint_ids)
         self.context = {}
+
+
+class OutputCut(GB10Error):
+    """A probe's output was larger than the snapshot sends (a flooding tool): only its head and tail came."""
+
+    hint_ids = ("output-cut",)
 
 
 class ComposeRejected(GB10Error):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 from gb10check.parsers import json_object
+from gb10check.redact import redact
 
 GIB = 1024**3
 MIB = 1024**2
@@ -46,7 +47,7 @@ def parse_model_config(text: str) -> ModelDims:
         kv_heads = int(cfg.get("num_key_value_heads", heads))
         head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ParseError("config.json", f"missing or bad attention dimension: {exc}", text) from exc
+        raise ParseError("config.json", f"missing or bad attention dimension: {redact(str(exc))}", text) from exc
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         full = sum(1 for t in layer_types if "full" in str(t) or t == "attention")

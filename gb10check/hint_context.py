@@ -61,16 +61,33 @@ def fields_in(command: str) -> list[str]:
     return _FIELD.findall(command)
 
 
+# sudoers(5) reads a command's arguments at two levels: its parser takes `\,` `\:` `\=` `\#` and `\ ` (a bare `#`
+# starts a comment: the rest of the line, the other commands too, would be lost), then fnmatch(3) takes `\*`
+# `\?` `\[` `\]` (a bare one is a wildcard, which matches `/` and spaces) and `\^` (leading, a regular
+# expression); a literal backslash passes both, so it takes four
+_SUDOERS_SPECIAL = re.compile(r"([,:=# *?\[\]^])")
+# a name with a control character cannot stand in a sudoers line (a line feed ends the rule)
+_UNWRITABLE = re.compile(r"[\x00-\x1f\x7f]")
+# a user name: the characters sudoers(5) gives a meaning in a word
+_SUDOERS_WORD = re.compile(r"([!=:,()\\# ])")
+
+
 def _sudoers_escape(word: str) -> str:
-    # sudoers takes a command's arguments literally but for these characters
-    return re.sub(r"([\\,:=\s])", r"\\\1", word)
+    return _SUDOERS_SPECIAL.sub(r"\\\1", word.replace("\\", "\\" * 4))
 
 
 def sudoers_line(user: str, root_reads: Iterable[str]) -> str:
-    """`user ALL=(root) NOPASSWD: cmd args, ...`: each command with its exact arguments, no wildcard
-    (a sudoers `*` matches `/` and spaces: `cat /etc/netplan/*` would read /etc/shadow)."""
-    commands = [" ".join(_sudoers_escape(w) for w in shlex.split(c)) for c in root_reads]
-    return f"{user} ALL=(root) NOPASSWD: " + ", ".join(commands)
+    """`user ALL=(root) NOPASSWD: cmd args, ...`: each command with its exact arguments, every character
+    sudoers or its wildcards read escaped (a node's file names are its own: `a*.yaml` would allow
+    `cat a.yaml /etc/shadow`, `a#b.yaml` would end the rule); a read of a file whose name holds a control
+    character is left out, and the rule says so in a comment."""
+    reads = list(root_reads)
+    kept = [c for c in reads if not _UNWRITABLE.search(c)]
+    commands = [" ".join(_sudoers_escape(w) for w in shlex.split(c)) for c in kept]
+    who = _SUDOERS_WORD.sub(r"\\\1", user)
+    line = f"{who} ALL=(root) NOPASSWD: " + ", ".join(commands)
+    left_out = len(reads) - len(kept)
+    return line + (f"  # {left_out} read(s) left out: a file name with a control character" if left_out else "")
 
 
 def context_for(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gb10check.errors import HintCatalogueError
 from gb10check.hint_context import FIELDS, Context, fields_in, render_command
+from gb10check.parsers import bounded_chunks
 from gb10check.textfile import read_text
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -127,8 +128,11 @@ class Catalogue:
         return frozenset(self._hints)
 
     def match(self, text: str) -> list[Hint]:
-        """Hints whose symptom patterns occur in text, in catalogue order."""
-        return [h for h in self._hints.values() if any(p.search(text) for p in h.symptoms)]
+        """Hints whose symptom patterns occur in text, in catalogue order. Each line is read as its first
+        MAX_LINE characters (gb10check/parsers: a symptom's `.*` costs up to the square of a line's length),
+        in stretches of lines: no search holds the GIL long, whatever a node printed."""
+        chunks = bounded_chunks(text)
+        return [h for h in self._hints.values() if any(p.search(c) for p in h.symptoms for c in chunks)]
 
     def resolve(self, named: Iterable[str], text: str) -> list[Hint]:
         """Named hints first (in the order given), then symptom matches not already named."""

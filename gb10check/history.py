@@ -7,8 +7,12 @@ removed first; only files of that name are ever removed). Against them:
   passes now a recovery (a check the previous run did not have is neither);
 - a trended figure worse than the median of its last runs by more than the tolerance is a trend
   failure (`figure-regressed`); fewer earlier runs than the minimum is too little history.
-A file in DIR that is not a summary of this schema (corrupt, foreign, another version) is
-skipped with a warning: never a crash, never deleted.
+A file in DIR that is not a summary of this schema (corrupt, foreign, another version, hostile)
+is skipped with one warning: never a crash, never deleted. Each file is read within a size bound
+(MAX_RUN_BYTES), as strict JSON (no NaN or infinities, a bounded depth, numbers a float holds, no
+lone surrogates), and the fields the history reads are validated with their types (pydantic,
+strict: the verdicts and the time format of summary.schema.json), so nothing past `load` meets a
+list where a mapping belongs.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic_core
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, ValidationError
+
+from gb10check import atomic
+from gb10check.errors import InputFileError
 from gb10check.report import SCHEMA_VERSION
+from gb10check.textfile import read_text
 
 RUN_FILE = re.compile(r"^run-\d{8}T\d{6}Z-\d+\.json$")
 DEFAULT_KEEP = 60
@@ -76,32 +86,102 @@ class History:
     warnings: list[str] = field(default_factory=list)
 
 
-def _run_of(path: Path, data: Any) -> Run:
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"not a gb10check summary of schema {SCHEMA_VERSION} (found {found!r})")
-    checks = data.get("checks")
-    if not isinstance(checks, list):
-        raise ValueError("no 'checks' list")
-    verdicts = {str(row["test"]): str(row["verdict"]) for row in checks}
-    return Run(path, str(data.get("started", "")), verdicts, figures_of(checks))
+# a kept run of 2 nodes and 144 checks is about 140 kB; of 8 nodes, about 1 MB
+MAX_RUN_BYTES = 8 * 1024 * 1024
+_SCHEMA = json.loads((Path(__file__).parent / "summary.schema.json").read_text(encoding="utf-8"))
+_VERDICTS = frozenset(_SCHEMA["$defs"]["verdict"]["enum"])
+_Started = Annotated[str, StringConstraints(pattern=_SCHEMA["properties"]["started"]["pattern"])]
+_Name = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _verdict(word: str) -> str:
+    if word not in _VERDICTS:
+        raise ValueError(f"not a verdict (one of {', '.join(sorted(_VERDICTS))})")
+    return word
+
+
+_Verdict = Annotated[str, AfterValidator(_verdict)]
+
+
+class _Kept(BaseModel):
+    """What the history reads of a kept run, with the types summary.schema.json gives them."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore", frozen=True)
+
+
+class _KeptCheck(_Kept):
+    test: _Name
+    check: _Name
+    verdict: _Verdict
+    figures: dict[str, float]
+
+
+class _KeptRun(_Kept):
+    started: _Started
+    checks: list[_KeptCheck]
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def _briefly(value: Any) -> str:
+    """A JSON value said in a few words whatever it is: a small whole number as itself, else its type."""
+    if type(value) is int and abs(value) < 10**6:
+        return str(value)
+    return _JSON_TYPES.get(type(value), "a number")
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first thing wrong, where it is (its path in the file, each part clipped), never the value."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    first = errors[0]
+    where = ".".join(str(part)[:40] for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _run_of(path: Path, text: str) -> Run:
+    """A run file's text as a Run; ValueError (saying what and where) for anything else."""
+    try:  # strict JSON: NaN, infinities, a depth past 200, numbers out of range and lone surrogates refused
+        data = pydantic_core.from_json(text, allow_inf_nan=False, cache_strings=False)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {str(exc)[:160]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"not a gb10check summary (the file holds {_briefly(data)}, not an object)")
+    if "schema_version" not in data:
+        raise ValueError(f"not a gb10check summary of schema {SCHEMA_VERSION} (no schema_version)")
+    found = data["schema_version"]
+    if type(found) is not int or found != SCHEMA_VERSION:
+        raise ValueError(f"not a gb10check summary of schema {SCHEMA_VERSION} (found {_briefly(found)})")
+    try:
+        kept = _KeptRun.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc)) from None
+    verdicts = {row.test: row.verdict for row in kept.checks}
+    return Run(path, kept.started, verdicts, figures_of(row.model_dump() for row in kept.checks))
 
 
 def load(directory: Path) -> History:
-    """Every earlier run in DIR, oldest first; what cannot be read is a warning."""
+    """Every earlier run in DIR, oldest first; what cannot be read is one warning per file."""
     history = History()
-    if not directory.is_dir():
+    try:
+        entries = sorted(directory.iterdir()) if directory.is_dir() else []
+    except OSError as exc:
+        history.warnings.append(f"{directory}: cannot list it ({exc.strerror or type(exc).__name__})")
         return history
-    for path in sorted(directory.iterdir()):
-        if not path.is_file() or path.name.startswith("."):
+    for path in entries:
+        if path.name.startswith(".") or not path.is_file():
             continue
         if not RUN_FILE.match(path.name):
             history.warnings.append(f"{path}: not a run file of gb10check (left alone)")
             continue
         try:
-            history.runs.append(_run_of(path, json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
-            history.warnings.append(f"{path}: skipped, cannot read it as a run ({exc})")
+            history.runs.append(_run_of(path, read_text(path, "a kept run", MAX_RUN_BYTES)))
+        except InputFileError as exc:  # too big, not UTF-8, a NUL byte: the message names the file
+            history.warnings.append(f"{path}: skipped, cannot read it as a run ({str(exc).removeprefix(f'{path}: ')})")
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            history.warnings.append(f"{path}: skipped, cannot read it as a run ({why})")
     return history
 
 
@@ -110,9 +190,7 @@ def keep(directory: Path, summary: dict[str, Any], retain: int = DEFAULT_KEEP) -
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = directory / f"run-{stamp}-{os.getpid()}.json"
-    tmp = directory / f".{path.name}.tmp"
-    tmp.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write(path, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     runs = sorted(p for p in directory.iterdir() if p.is_file() and RUN_FILE.match(p.name))
     for old in runs[: max(0, len(runs) - retain)]:
         old.unlink()

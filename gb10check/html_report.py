@@ -21,7 +21,9 @@ import markupsafe
 import pygal
 from pygal.style import Style
 
+from gb10check import atomic
 from gb10check.history import Run, direction, figure_of, figures_of
+from gb10check.neutralise import neutralise_tree
 
 TEMPLATE = Path(__file__).parent / "templates" / "report.html.j2"
 CLUSTER = "cluster"  # the column of checks about no one node
@@ -115,6 +117,8 @@ def render(
     troubleshooting: dict[str, str],
     history: Sequence[Run] = (),
 ) -> str:
+    # escaped as HTML by jinja2; a node's control characters shown too (a `cat report.html` replays nothing)
+    summary, troubleshooting = neutralise_tree(summary), neutralise_tree(troubleshooting)  # type: ignore[assignment]
     columns, rows = grid(summary)
     current = figures_of(summary.get("checks", []))
     env = jinja2.Environment(
@@ -138,6 +142,4 @@ def render(
 
 def write(path: Path, summary: dict[str, Any], troubleshooting: dict[str, str], history: Sequence[Run] = ()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render(summary, troubleshooting, history), encoding="utf-8")
-    tmp.replace(path)
+    atomic.write(path, render(summary, troubleshooting, history))

@@ -147,14 +147,19 @@ RDMA_PORTS: Read[dict[str, RdmaPortState]] = Read(
 IP_ADDR: Read[dict[str, Netdev]] = Read("ip_addr", _always("ip -j -d addr"), parse_ip_addr)
 IP_ROUTE: Read[tuple[Route, ...]] = Read("ip_route", _always("ip -j route"), parse_ip_route)
 # what the kernel logged since boot about the ConnectX ports (mlx5), PCIe hotplug and the GPU (NVRM);
-# dmesg is root-only where kernel.dmesg_restrict = 1 (Ubuntu's default)
+# dmesg is root-only where kernel.dmesg_restrict = 1 (Ubuntu's default). Streamed through awk (no copy of the
+# log on the node's disk): the matching lines, then how many lines dmesg printed; dmesg's exit status is
+# awk's (a failed dmesg prints no count, so it is never read as an empty log)
 KERNEL_LOG_PATTERN = "mlx5_core|pciehp|NVRM"
+_KERNEL_LOG_AWK = (
+    "/^gb10check-dmesg-exit [0-9]+$/ { rc = $2; next } { n++ } $0 ~ p { print } "
+    'END { if (rc) exit rc; print "gb10check: kernel log lines " n + 0 }'
+)
 KERNEL_LOG: Read[KernelLog] = Read(
     "kernel_log",
     lambda w: (
-        "k=$(mktemp) || exit 97; { " + as_root("dmesg", w.node.sudo) + '; } >"$k" || { r=$?; rm -f "$k"; exit $r; }; '
-        'echo "gb10check: kernel log lines $(wc -l <"$k")"; '
-        f'grep -E {q(KERNEL_LOG_PATTERN)} "$k"; rm -f "$k"; exit 0'
+        "{ " + as_root("dmesg", w.node.sudo) + '; echo "gb10check-dmesg-exit $?"; } | '
+        f"awk -v p={q(KERNEL_LOG_PATTERN)} {q(_KERNEL_LOG_AWK)}"
     ),
     parse_kernel_log,
     display="dmesg (as root), its mlx5_core, pciehp and NVRM lines",

@@ -1,6 +1,7 @@
-"""The run as a node_exporter textfile-collector file (`--prometheus=FILE`), written with
-prometheus-client (write_to_textfile: a temp file renamed over FILE, so the collector never reads
-half a file). Built from the run's summary (the JSON of gb10check/report.py), so what Prometheus
+"""The run as a node_exporter textfile-collector file (`--prometheus=FILE`): prometheus-client's
+exposition format, written as every output is (gb10check/atomic.py: a new file renamed over FILE,
+so the collector never reads half a file and a symlink at FILE is replaced, not written through).
+Built from the run's summary (the JSON of gb10check/report.py), so what Prometheus
 sees is what the reports say.
 
     gb10check_check_passed{check, node, hint}   1 passed, 0 failed (skipped checks are left out)
@@ -19,12 +20,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.openmetrics.exposition import ALLOWUTF8
+
+from gb10check import atomic
+from gb10check.neutralise import neutralise, neutralise_tree
 
 UNREACHABLE = "node-unreachable"
 
 
 def registry_of(summary: dict[str, Any], nodes: list[str]) -> CollectorRegistry:
+    # a label is one line of text whatever a node printed: its control characters shown, never written raw
+    summary, nodes = neutralise_tree(summary), [neutralise(n) for n in nodes]  # type: ignore[assignment]
     registry = CollectorRegistry()
     passed = Gauge(
         "gb10check_check_passed",
@@ -73,4 +80,4 @@ def registry_of(summary: dict[str, Any], nodes: list[str]) -> CollectorRegistry:
 
 def write(path: Path, summary: dict[str, Any], nodes: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_to_textfile(str(path), registry_of(summary, nodes))
+    atomic.write(path, generate_latest(registry_of(summary, nodes), ALLOWUTF8))  # as write_to_textfile escapes

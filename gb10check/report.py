@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from collections.abc import Iterable
@@ -11,8 +10,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gb10check import atomic
 from gb10check.errors import ReportsUnwritable
-from gb10check.redact import redact, redact_tree
+from gb10check.neutralise import neutralise, neutralise_tree
+from gb10check.redact import redact_known, redact_tree
 from gb10check.verdict import Comparison
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
@@ -126,17 +127,12 @@ class Summary:
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        # the last line of defence: nothing a check or an error quoted leaves unredacted
+        # the last line of defence: a registered value or a shaped token a check or an error quoted leaves
+        # masked (what they quoted from a node was masked where it was quoted; their own words stay)
         data = redact_tree(self.to_json())  # each string before serialising: the JSON escapes stay intact
-        _write_atomic(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        _write_atomic(directory / "summary.md", redact(self.to_markdown()))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """A reader (a dashboard, the next run's history) never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+        data = neutralise_tree(data)  # and a node's control characters shown, never replayed by a reader
+        atomic.write(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        atomic.write(directory / "summary.md", redact_known(neutralise(self.to_markdown())))
 
 
 def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
@@ -150,9 +146,10 @@ def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
     case = ET.SubElement(suite, "testcase", classname="gb10check", name="session", time="0.000")
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="hints", value=hint_id)
-    ET.SubElement(case, "error", message=redact(message)).text = redact(message)
+    message = neutralise(message)
+    ET.SubElement(case, "error", message=redact_known(message)).text = redact_known(message)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
+    atomic.write(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
 
 
 def check_writable(*directories: Path) -> None:

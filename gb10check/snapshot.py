@@ -5,7 +5,12 @@ A fact is declared once as a `Read` (gb10check/probes.py: name, command, bound, 
 script that runs them concurrently and frames their output by a random boundary; `split_output`
 cuts that output back into one CommandResult per probe (both pure). A `Snapshot` holds the
 results and answers `fact(READ)`: parsed, or an error that keeps its own hint (missing tool,
-refusal, timeout, missing file, unparsable output), never a pass without evidence.
+refusal, timeout, missing file, unparsable output, output cut), never a pass without evidence.
+
+What one probe may print is bounded on the node, so a flooding tool costs its own checks only: each
+output file may grow to PROBE_FILE_LIMIT (`ulimit -f`, SIGXFSZ ignored: the tool gets EFBIG, no core
+dump, and the node's disk is safe), and an output larger than PROBE_KEEP is sent as its first and
+last halves with a marker saying how many bytes it held; the probe's checks then fail `output-cut`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from gb10check.errors import (
     CommandTimeout,
     GB10Error,
     MissingFile,
+    OutputCut,
     ParseError,
     PrivilegeRequired,
     ToolMissing,
@@ -47,6 +53,11 @@ _REFUSED = re.compile(
 )
 # cat: /home/x/.env: No such file or directory; find: '/home/x': No such file or directory
 _NO_SUCH_FILE = re.compile(r"(?:^|\s)'?(?P<path>/[^':\n]+)'?: No such file or directory")
+MIB = 1024 * 1024
+# a probe's stdout or stderr may grow to this on the node (a healthy one is at most a few MB: 4000 lines of a
+# container's log), and one larger than PROBE_KEEP is sent as its first and last PROBE_KEEP / 2 bytes
+PROBE_FILE_LIMIT = 64 * MIB
+PROBE_KEEP = 16 * MIB
 
 
 @dataclass(frozen=True)
@@ -88,9 +99,18 @@ def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: floa
     The probes run concurrently (each into its own files) so the round trip costs the slowest
     probe, not their sum: the snapshot can grow without slowing down. The markers are files the
     shell's builtin printf writes beside each probe's output, so one `cat` prints every frame in
-    probe order once all are done (a `cat` per stream would cost ~4 processes per probe).
+    probe order once all are done (a `cat` per stream would cost ~4 processes per probe). Each
+    output file is bounded (`ulimit -f`, in POSIX sh's 512-byte blocks); once all probes are done,
+    one `find` lists the outputs larger than PROBE_KEEP, and each of those (a flood: none on a
+    healthy node) is cut to its head and tail around a marker that says how many bytes it held.
     """
-    parts = ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
+    half = PROBE_KEEP // 2
+    cut = shlex.quote(f"{boundary} cut")
+    parts = [
+        "t=$(mktemp -d) || exit 97",
+        "trap 'rm -rf \"$t\"' EXIT",
+        f"ulimit -f {PROBE_FILE_LIMIT // 512} 2>/dev/null; trap '' XFSZ",  # inherited: a write past it is EFBIG
+    ]
     frames: list[str] = []
     for i, p in enumerate(probes):
         command = bounded(p.command, bound(p, default_timeout))  # the transport's own node-side bound
@@ -101,6 +121,11 @@ def build_script(probes: tuple[Probe, ...], boundary: str, default_timeout: floa
         )
         frames.extend(f'"$t/{i}.{part}"' for part in "abcde")
     parts.append("wait")
+    parts.append(
+        f'for f in $(find "$t" -type f -size +{PROBE_KEEP}c); do n=$(wc -c <"$f"); '
+        f'{{ head -c {half} "$f"; printf \'\\n%s %s\\n\' {cut} "$n"; tail -c {half} "$f"; }} >"$f.cut"; '
+        'mv -f "$f.cut" "$f"; done'
+    )
     parts.append(f"cat {' '.join(frames)} 2>/dev/null")  # a probe's missing end: split_output says cut short
     return "\n".join(parts) + "\n"
 
@@ -115,34 +140,46 @@ def _strip_added_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
+def _uncut(text: str, boundary: str, stream: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A stream the node cut (a marker between its head and tail): the text with a visible note in its
+    place, and (stream, bytes the probe printed)."""
+    marker = re.search(rf"\n{re.escape(boundary)} cut (?P<n>\d+)\n", text)
+    if marker is None:
+        return text, ()
+    printed = int(marker["n"])
+    note = f"\n[gb10check: output cut here; the probe printed {printed} bytes]\n"
+    return text[: marker.start()] + note + text[marker.end() :], ((stream, printed),)
+
+
 def split_output(
     stdout: str, probes: tuple[Probe, ...], boundary: str, total_duration: float
 ) -> dict[str, CommandResult]:
-    """Per-probe results; a probe that left no end marker (the script was cut short) is timed out."""
+    """Per-probe results; a probe that left no end marker (the script was cut short) is timed out.
+    One pass over the markers (an output of tens of MB costs its length, not its length per probe)."""
+    marks = re.compile(rf"^{re.escape(boundary)} (?P<what>begin|stderr|end) (?P<name>\S+)(?: (?P<rc>\d+))?$", re.M)
+    found = list(marks.finditer(stdout))
+    frames: dict[str, dict[str, re.Match[str]]] = {}
+    for i, m in enumerate(found):
+        frame = frames.setdefault(m["name"], {})
+        frame.setdefault(m["what"], m)
+        frame.setdefault(f"next_after_{m['what']}", found[i + 1] if i + 1 < len(found) else m)
     results: dict[str, CommandResult] = {}
-    b = re.escape(boundary)
     for p in probes:
-        n = re.escape(p.name)
-        match = re.search(
-            rf"^{b} begin {n}\n(?P<out>.*?)^{b} stderr {n}\n(?P<err>.*?)^{b} end {n} (?P<rc>\d+)$",
-            stdout,
-            re.DOTALL | re.MULTILINE,
-        )
-        if match:
-            rc = int(match["rc"])
+        frame = frames.get(p.name, {})
+        begin, err, end = frame.get("begin"), frame.get("stderr"), frame.get("end")
+        if begin is not None and err is not None and end is not None and begin.end() < err.start() < end.start():
+            rc = int(end["rc"] or 0)
+            out, out_cut = _uncut(_strip_added_newline(stdout[begin.end() + 1 : err.start()]), boundary, "stdout")
+            text, err_cut = _uncut(_strip_added_newline(stdout[err.end() + 1 : end.start()]), boundary, "stderr")
             results[p.name] = CommandResult(
-                p.shown,
-                rc,
-                _strip_added_newline(match["out"]),
-                _strip_added_newline(match["err"]),
-                total_duration,
-                timed_out=cut_short(rc),
+                p.shown, rc, out, text, total_duration, timed_out=cut_short(rc), cut=out_cut + err_cut
             )
             continue
-        partial = re.search(rf"^{b} begin {n}\n(?P<out>.*?)(?=^{b} |\Z)", stdout, re.DOTALL | re.MULTILINE)
-        results[p.name] = CommandResult(
-            p.shown, None, partial["out"] if partial else "", "", total_duration, timed_out=True
-        )
+        partial = ""
+        if begin is not None:
+            after = frame["next_after_begin"]
+            partial = stdout[begin.end() + 1 : after.start() if after is not begin else len(stdout)]
+        results[p.name] = CommandResult(p.shown, None, partial, "", total_duration, timed_out=True)
     return results
 
 
@@ -177,6 +214,20 @@ class Snapshot:
             raise ToolMissing(
                 f"{self.node}: {tool} not installed or not on PATH (needed for `{clip(res.command, 120)}`): "
                 f"{clip(res.stderr.strip(), 200)}"
+            )
+        if res.cut and (res.cut[0][0] == "stdout" or not res.stdout.strip()):  # what a parser would read
+            stream, printed = res.cut[0]
+            much = (
+                f"more than {PROBE_FILE_LIMIT // MIB} MiB on {stream} (the node stopped it there)"
+                if printed >= PROBE_FILE_LIMIT
+                else f"{printed / MIB:.1f} MiB on {stream} ({printed} bytes)"
+            )
+            stopped = f", still printing when its {res.duration:.0f} s bound ended it" if res.timed_out else ""
+            raise OutputCut(
+                f"{self.node}: `{clip(res.command, 120)}` printed {much}{stopped}: output cut to its "
+                f"first and last {PROBE_KEEP // 2 // MIB} MiB, nothing whole to judge",
+                # the hint's commands run it by hand: the probe's own command, when it is not a wrapper's name
+                context={"command": res.command} if isinstance(read, Read) and not read.display else None,
             )
         return res
 

@@ -82,6 +82,8 @@ class CommandResult:
     stderr: str
     duration: float
     timed_out: bool
+    # (stream, bytes it printed) for each stream the node cut to its head and tail (gb10check/snapshot.py)
+    cut: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -203,7 +205,7 @@ class SshTransport:
         import paramiko
         from fabric import Config, Connection
 
-        config = Config(lazy=not self.use_ssh_config)
+        config = Config(lazy=not self.use_ssh_config, overrides={"runners": {"remote": _remote_runner()}})
         connect_kwargs: dict[str, Any] = {
             "banner_timeout": self.connect_timeout,
             "auth_timeout": self.connect_timeout,
@@ -336,6 +338,21 @@ class SshTransport:
                 self._conn = None
         finally:
             self._lock.release()
+
+
+def _remote_runner() -> type:
+    """fabric's runner, reading in 64 KiB chunks and without watchers: invoke joins all the output read so far
+    on every 1000-byte chunk to show it to watchers (the suite has none), so reading grew with the square of
+    the output: a 33 MB snapshot (a flooding tool's head and tail) did not arrive within its bound."""
+    from fabric.runners import Remote
+
+    class _Remote(Remote):  # type: ignore[misc]
+        read_chunk_size = 64 * 1024
+
+        def respond(self, buffer_: list[str]) -> None:
+            return None
+
+    return _Remote
 
 
 def _still_booting(exc: BaseException) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gb10check.redact import redact
+from gb10check.neutralise import neutralise
+from gb10check.redact import redact, redact_known
 
 
 class CheckFailed(AssertionError):
@@ -16,7 +17,8 @@ class CheckFailed(AssertionError):
     def __init__(
         self, message: str, hint_ids: tuple[str, ...] = (), context: dict[str, str | list[str]] | None = None
     ) -> None:
-        super().__init__(redact(message))
+        message = neutralise(message)
+        super().__init__(redact_known(message))  # the check's words; what it quotes, `expect` has masked
         self.hint_ids = hint_ids
         self.context = dict(context or {})  # fields for the hint's commands (the file to fix, ...)
 
@@ -50,6 +52,7 @@ class Evidence:
 
     def fact(self, name: str, value: str) -> None:
         """A found value worth a line in the reports (`vllm_version`, `reasoning_field`), pass or fail."""
+        value = neutralise(value)
         self.facts[name] = redact(value)
 
     def expect(
@@ -67,6 +70,7 @@ class Evidence:
         __tracebackhide__ = True
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
+        expected, found, detail = neutralise(str(expected)), neutralise(str(found)), neutralise(detail)
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
         self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))
         if not ok:

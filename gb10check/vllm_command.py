@@ -25,6 +25,7 @@ import tree_sitter_bash
 
 from gb10check.compose import ComposeService
 from gb10check.errors import ParseError
+from gb10check.redact import redact
 
 WHAT = "the container command"
 BOOLEAN_FLAGS = frozenset(
@@ -98,8 +99,9 @@ def _line(node: tree_sitter.Node) -> int:
 
 
 def _unreadable(detail: str, script: str) -> ParseError:
-    """The script does what this reading cannot follow (or what bash itself refuses)."""
-    return ParseError(WHAT, detail, script, hint_ids=("container-script-unreadable",))
+    """The script does what this reading cannot follow (or what bash itself refuses); `detail` quotes the
+    script throughout (its words, conditions, expansions, values): masked whole, as a node's text."""
+    return ParseError(WHAT, redact(detail), script, hint_ids=("container-script-unreadable",))
 
 
 class _ScriptEnds(Exception):

@@ -292,12 +292,24 @@ class SimCluster:
             )
         )
 
+    def ranks_gone(self) -> list[str]:
+        """The other ranks whose vLLM is not running: powered off, Docker down, or its container not
+        running. Rank 0's engine cannot generate without them (sim/fake_vllm.py: `ranks_gone`)."""
+        gone = []
+        for node in self.nodes[1:]:
+            docker = node.spec.docker
+            container = docker.container.status if docker.container is not None else "running"
+            if node.spec.powered_off or docker.daemon == "down" or container != "running":
+                gone.append(node.name)
+        return gone
+
     def _start_api(self) -> None:
         service = self.scenario.model.service
         if service.startup_seconds and self.scenario.model.deployment.running:
             self._start_startup()
         if self._serves_api():
-            self._spawn("sim.fake_vllm", service.model_dump(), "fake_vllm", self.api_namespace)
+            config = service.model_dump() | {"ranks_gone": self.ranks_gone()}
+            self._spawn("sim.fake_vllm", config, "fake_vllm", self.api_namespace)
 
     def _start_startup(self) -> None:
         """The deployment starting in real time (sim/startup.py): memory falls, the logs grow."""

@@ -9,9 +9,11 @@ serving classes, run with a faked engine); `shapes` picks the version family:
 The "model" answers the suite's own prompts (factorial, weather tool call, counting, the canary
 questions) and streams them token by token at the scenario's decode rate in real time; /metrics
 counts what it generated. A scenario can make it fail as vLLM fails: 500s, a garbage body, a
-stream that stalls, an engine stuck with /health still 200, wrong answers, truncated tool
-arguments, no reasoning or tool parser. Startup (weights loading, MemAvailable falling, the log's
-milestones) can take real time before it listens (sim/startup.py drives that).
+stream that stalls, an engine stuck with /health still 200 (also when another rank is gone: its
+node off or its container not running, `ranks_gone`), wrong answers, truncated tool arguments, a
+model that reasons in a loop until max_tokens, no reasoning or tool parser. Startup (weights
+loading, MemAvailable falling, the log's milestones) can take real time before it listens
+(sim/startup.py drives that).
 
     python -m sim.fake_vllm --config service.json
 """
@@ -201,10 +203,29 @@ class Shapes:
         return usage
 
 
+def cut_short(parts: list[tuple[str, str]], shapes: Shapes, parsed: bool) -> list[tuple[str, str]]:
+    """The generation max_tokens stopped inside the reasoning, as vLLM's Qwen3 parser gives it in one
+    answer: before 0.17 (vllm/reasoning/qwen3_reasoning_parser.py: no </think>, all of it is content)
+    the raw <think> block as content and no reasoning; from 0.17 on (vllm-project/vllm#35230) as
+    reasoning with no content. Streamed, both send reasoning deltas (basic_parsers' streaming path):
+    the stream keeps its parts and this applies to the whole answer only."""
+    if not parsed or any(kind != "reasoning" for kind, _ in parts) or shapes.new:
+        return parts
+    return [("content", text) for text in ["<think>", *(t for _, t in parts)]]
+
+
 def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHandler]:
     api_key = cfg.get("api_key")
     shapes = Shapes(cfg.get("shapes", "0.33"))
     failure = cfg.get("failure")
+    # A rank is gone (its node off, its container not running): every forward pass is a collective over
+    # all ranks, so rank 0's worker waits in it and its engine waits on the worker's reply. vLLM's
+    # MultiprocExecutor.collective_rpc gives up after VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (300 s: "RPC call
+    # to execute_model timed out."), the EngineCore dies, requests get 500 and the API server exits
+    # (entrypoints/launcher.py terminate_if_errored). Until then /health answers 200 (AsyncLLM.check_health
+    # sees no error) and a remote rank's death is not seen (the worker monitor watches local processes):
+    # the sim shows those first 300 s, which an operator meets first, as a stuck engine.
+    stuck = failure == "stuck" or bool(cfg.get("ranks_gone"))
     rate = float(cfg.get("decode_tokens_per_s", 500.0))
     ttft = float(cfg.get("ttft_s", 0.05))
     served = cfg["served_model_name"]
@@ -242,16 +263,14 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             if path == "/v1/models":
                 return self._send(200, model_list(cfg, int(time.time())))
             if path == "/metrics":
-                return self._send(
-                    200, metrics_text(engine, served, stuck=failure == "stuck"), "text/plain; version=0.0.4"
-                )
+                return self._send(200, metrics_text(engine, served, stuck=stuck), "text/plain; version=0.0.4")
             return self._send(404, {"detail": "Not Found"})
 
         def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)  # all of it, whatever the answer: the connection is kept alive
             if not self._authorised():
                 return self._send(401, {"error": "Unauthorized"})
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
             if self.path.split("?", 1)[0] != "/v1/chat/completions":
                 return self._send(404, {"detail": "Not Found"})
             try:
@@ -269,13 +288,20 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             tools = request.get("tools")
             if tools and request.get("tool_choice", "auto") == "auto" and not cfg.get("tool_parser", True):
                 return self._send(400, error_body(AUTO_TOOL_CHOICE, "BadRequestError", 400))
-            if failure == "stuck":  # the engine waits on a collective forever; /health still says 200
-                engine.add(running=1)
+            if stuck:  # the engine waits on a collective forever; /health still says 200
+                # /metrics stays as the last finished engine step left it: vLLM records the scheduler's
+                # stats with each step's outputs (v1/metrics/loggers.py), and no step finishes
+                if request.get("stream"):  # vLLM's StreamingResponse sends its headers before the first token
+                    self._stream_headers()
                 time.sleep(3600)
                 return None
             prompt = " ".join(str(m.get("content") or "") for m in request.get("messages") or [])
             thinking = (request.get("chat_template_kwargs") or {}).get("enable_thinking", True)
             said = answer(prompt, tools, wrong=failure == "wrong-answers")
+            if failure == "endless-reasoning":  # the model thinks on and on (a loop): max_tokens ends it
+                said = Answer(
+                    " ".join([said.reasoning, "Wait, let me check that again."] * 400), said.content, said.tool
+                )
             return self._complete(request, said, thinking, len(tokens(prompt)) + 10)
 
         def _parts(self, said: Answer, thinking: bool) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
@@ -304,15 +330,24 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
         def _complete(self, request: dict[str, Any], said: Answer, thinking: bool, prompt_tokens: int) -> None:
             parts, calls = self._parts(said, thinking)
             completion = len(parts) + 1  # + EOS
+            asked = request.get("max_completion_tokens") or request.get("max_tokens")
+            limit = asked if isinstance(asked, int) else completion
+            cut = completion > limit  # vLLM stops at max_tokens: finish_reason length
+            if cut:
+                parts, completion = parts[:limit], limit
+                calls = calls if any(kind == "tool" for kind, _ in parts) else []
             reasoning = sum(1 for kind, _ in parts if kind == "reasoning")
             cid, created = f"chatcmpl-{secrets.token_hex(8)}", int(time.time())
             engine.add(running=1, prompt=prompt_tokens)
             try:
                 if request.get("stream"):
-                    self._stream(request, parts, calls, cid, created, prompt_tokens, completion, reasoning)
+                    finish = "length" if cut else "tool_calls" if calls else "stop"
+                    self._stream(request, parts, calls, cid, created, prompt_tokens, completion, reasoning, finish)
                     return
                 time.sleep(ttft + len(parts) / rate)
                 engine.add(generated=completion)
+                if cut:
+                    parts = cut_short(parts, shapes, thinking and bool(cfg.get("reasoning_parser", True)))
                 content = "".join(t for kind, t in parts if kind == "content") or None
                 message = shapes.message(
                     None if calls else content, "".join(t for kind, t in parts if kind == "reasoning") or None, calls
@@ -322,7 +357,7 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                     "object": "chat.completion",
                     "created": created,
                     "model": served,
-                    "choices": [shapes.choice(message, "tool_calls" if calls else "stop")],
+                    "choices": [shapes.choice(message, "length" if cut else "tool_calls" if calls else "stop")],
                     "service_tier": None,
                     "system_fingerprint": None,
                     "usage": shapes.usage(prompt_tokens, completion, reasoning),
@@ -331,6 +366,13 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 self._send(200, body)
             finally:
                 engine.add(running=-1)
+
+        def _stream_headers(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
 
         def _event(self, data: Any) -> None:
             text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
@@ -348,11 +390,9 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
             prompt_tokens: int,
             completion: int,
             reasoning: int,
+            finish: str,
         ) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream; charset=utf-8")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
+            self._stream_headers()
 
             def chunk(delta: dict[str, Any], finish: str | None = None, first: bool = False) -> dict[str, Any]:
                 choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -389,9 +429,10 @@ def make_handler(cfg: dict[str, Any], engine: Engine) -> type[BaseHTTPRequestHan
                 else:
                     delta = {"content": text}
                 self._event(chunk(shapes.delta(delta)))
-            engine.add(generated=1)  # EOS
+            if finish != "length":
+                engine.add(generated=1)  # EOS
             closing = {} if calls and shapes.new else shapes.delta({"content": ""})
-            self._event(chunk(closing, "tool_calls" if calls else "stop"))
+            self._event(chunk(closing, finish))
             if (request.get("stream_options") or {}).get("include_usage"):
                 usage = shapes.stream_usage(prompt_tokens, completion, reasoning)
                 self._event({"id": cid, "object": "chat.completion.chunk", "created": created, "model": served,

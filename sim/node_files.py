@@ -299,7 +299,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, A
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra"}))
+    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line"}))
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
@@ -313,14 +313,19 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, A
 
 def _write_container_log(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], path: Path) -> None:
     """The container's log so far: a healthy start that ended minutes ago (or the scenario's own
-    lines), then the scenario's extra lines. A scenario with a startup time writes it live instead
-    (sim/startup.py)."""
+    lines), then the scenario's extra lines and its one long line. A scenario with a startup time writes
+    it live instead (sim/startup.py)."""
     service, docker = scenario.model.service, node.spec.docker
     lines = list(docker.log) if docker.log is not None else []
     if docker.log is None and not service.startup_seconds:
         started = datetime.now(UTC) - timedelta(seconds=1200)
         lines = vllm_logs.stamped(_startup(node, scenario, inventory_data, started), started)
-    path.write_text("".join(f"{line}\n" for line in [*lines, *docker.log_extra]))
+    lines += docker.log_extra
+    long = docker.log_long_line
+    if long is not None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lines.append(f"{stamp} {(long.unit * (long.chars // len(long.unit) + 1))[: long.chars]}")
+    path.write_text("".join(f"{line}\n" for line in lines))
 
 
 def startup_lines(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any]) -> list[vllm_logs.Line]:
@@ -341,6 +346,7 @@ def _startup(
         port=service.port,
         transport=deployment.nccl_transport,
         eager=deployment.eager,
+        nccl_version=deployment.nccl_version,
     )
 
 

@@ -38,6 +38,7 @@ class Stub(_Spec):
     stderr: str = ""
     rc: int = 0
     delay: float = Field(0, ge=0)
+    repeat: int = Field(1, ge=0)  # print stdout and stderr this many times; 0: forever (a flooding tool)
 
     @field_validator("tool")
     @classmethod
@@ -63,6 +64,13 @@ class Container(_Spec):
     exit_code: int = 0  # when not running
 
 
+class LongLine(_Spec):
+    """One line of `chars` characters, `unit` over and over: a container that printed one huge line."""
+
+    unit: str = Field(min_length=1)
+    chars: int = Field(gt=0, le=100_000_000)
+
+
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
     compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
@@ -74,6 +82,7 @@ class Docker(_Spec):
     image_files: dict[str, str] = {}  # path -> text: files of the deployment's image (and its container)
     log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
+    log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
 
 
 class Ufw(_Spec):
@@ -184,7 +193,9 @@ class FakeApi(_Spec):
     tool_parser: bool = True  # false: a tool call with tool_choice auto gets vLLM's 400
     decode_tokens_per_s: float = Field(500.0, gt=0)  # real time per generated token
     ttft_s: float = Field(0.05, ge=0)
-    failure: Literal["5xx", "garbage", "stall", "stuck", "wrong-answers", "tool-args-truncated"] | None = None
+    failure: (
+        Literal["5xx", "garbage", "stall", "stuck", "wrong-answers", "tool-args-truncated", "endless-reasoning"] | None
+    ) = None
     startup_seconds: float = Field(0, ge=0)  # weights loading before the API listens (memory falls, the log grows)
     startup_min_available_kb: int | None = (
         None  # MemAvailable at the end of loading (default: what a healthy start leaves)
@@ -197,6 +208,7 @@ class Deployment(_Spec):
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
     nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses
     eager: bool = False  # vLLM runs without CUDA graphs (the log's config dump says enforce_eager=True)
+    nccl_version: str = Field("2.27.7", pattern=r"^\d+\.\d+\.\d+$")  # what every rank logs: vLLM is using nccl==
 
 
 class Expect(_Spec):

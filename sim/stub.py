@@ -521,6 +521,19 @@ TOOLS = {
 }
 
 
+def _repeat(out: str, err: str, times: int) -> None:
+    """The verbatim output `times` times (0: until killed), in blocks of about 1 MiB: a flooding tool."""
+    if not out and not err:
+        return
+    per_block = max(1, (1 << 20) // max(len(out), len(err), 1))
+    left = times if times > 0 else -1
+    while left != 0:
+        n = per_block if left < 0 else min(per_block, left)
+        sys.stdout.write(out * n)
+        sys.stderr.write(err * n)
+        left = left - n if left > 0 else left
+
+
 def main(argv: list[str]) -> int:
     state_file, tool, args = argv[1], argv[2], argv[3:]
     with open(state_file) as fh:
@@ -529,8 +542,7 @@ def main(argv: list[str]) -> int:
     for override in state.get("stubs", []):
         if override["tool"] == tool and override.get("match", "") in joined:
             time.sleep(float(override.get("delay", 0)))
-            sys.stdout.write(override.get("stdout", ""))
-            sys.stderr.write(override.get("stderr", ""))
+            _repeat(override.get("stdout", ""), override.get("stderr", ""), int(override.get("repeat", 1)))
             return int(override.get("rc", 0))
     out, err, rc = TOOLS[tool](state, args)
     sys.stdout.write(out)

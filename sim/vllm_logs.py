@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 
 Line = tuple[float, str]
 
-NCCL_VERSION = "2.27.7"
 NOISE = (
     "[transformers] ERROR: Qwen3VLProcessor: `min_frames` is not documented in the processor's docstring",
     "[transformers] ERROR: Qwen3VLProcessor: `max_frames` is not documented in the processor's docstring",
@@ -33,6 +32,7 @@ def startup_log(
     port: int,
     transport: str,
     eager: bool = False,
+    nccl_version: str = "2.27.7",
 ) -> list[Line]:
     """The container's log of a healthy start on this rank: weights 850.66 s on rank 0 and 300.79 s on
     rank 1, engine init 73.57 s, graphs 5 s (the field report's figures)."""
@@ -63,7 +63,7 @@ def startup_log(
         )
     at(9.0, f"rank {rank} in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank {rank}, EP rank 0",
        "parallel_state.py:1411")  # fmt: skip
-    at(9.4, f"vLLM is using nccl=={NCCL_VERSION}", "pynccl.py:111")
+    at(9.4, f"vLLM is using nccl=={nccl_version}", "pynccl.py:111")
     host = "thinkstationpgx-30" if rank == 0 else "thinkstationpgx-32"
     if transport == "IB":
         nccl = "NET/IB : Using [0]rocep1s0f0:1/RoCE [1]roceP2p1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:169.254.94.252<0>"

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.cluster import SETTINGS
 from gb10check import asks
-from gb10check.diagnosis import expect_answered, explain
+from gb10check.diagnosis import expect_answered, expect_finished, explain
 from gb10check.errors import GB10Error, ServiceError
 from gb10check.facts import vllm_run
 from gb10check.parallel import map_parallel
@@ -27,6 +27,7 @@ VLLM_DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default when the command does not set 
 def test_canary_answer(api_node, canary, answer, evidence):
     reply = answer(canary.ask)
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({canary.ask.prompt!r})")
+    expect_finished(evidence, reply.finish_reason, reply.usage, canary.ask)
     evidence.expect(
         canary.correct(reply.content),
         what=f"the answer to {canary.ask.prompt!r} (temperature 0)",

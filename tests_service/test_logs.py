@@ -7,8 +7,17 @@ deadlock with CUDA graphs. When the API is down, these say which row of the tabl
 import pytest
 
 from gb10check import probes
+from gb10check.diagnosis import startup_findings
+from gb10check.errors import GB10Error
 from gb10check.facts import container
-from gb10check.parsers.vllm_log import expected_milestones, graph_mode, milestones, nccl_transport, nccl_version
+from gb10check.parsers.vllm_log import (
+    expected_milestones,
+    graph_mode,
+    milestones,
+    nccl_transport,
+    nccl_version,
+    uses_graphs,
+)
 
 pytestmark = pytest.mark.service
 
@@ -29,6 +38,24 @@ def _log(node, deployment, service_snapshots, evidence):
     return c, snap.fact(probes.DOCKER_LOGS)
 
 
+def _graph_mode(node, lines, service_snapshots):
+    """The graph mode in force on this rank, and whose log said it: this rank's own, else the first other
+    rank's (one deployment, one compilation config; a headless follower has no config dump to log)."""
+    mode = graph_mode(lines)
+    if mode is not None:
+        return mode, ""
+    for name, snap in service_snapshots.items():
+        if name == node.name:
+            continue
+        try:
+            theirs = graph_mode(snap.fact(probes.DOCKER_LOGS)) if container(snap) is not None else None
+        except GB10Error:
+            continue  # an unreachable node's own checks say so
+        if theirs is not None:
+            return theirs, f" ({name}'s log: this rank's does not name it)"
+    return None, ""
+
+
 def _seconds(a, b):
     return f"{(b - a).total_seconds():.0f} s" if a is not None and b is not None else "?"
 
@@ -36,8 +63,8 @@ def _seconds(a, b):
 @pytest.mark.hints("startup-incomplete")
 def test_startup_reached_serving(node, deployment, service_snapshots, findings, evidence):
     c, lines = _log(node, deployment, service_snapshots, evidence)
-    mode = graph_mode(lines)
-    eager = mode is not None and mode.startswith(("eager", "NONE"))
+    mode, whose = _graph_mode(node, lines, service_snapshots)
+    eager = mode is not None and not uses_graphs(mode)
     reached = milestones(lines)
     want = expected_milestones(node.spec.rank, eager)
     got = [r.milestone for r in reached]
@@ -46,10 +73,10 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
         f"{r.milestone} (+{_seconds(reached[i - 1].at if i else None, r.at)})" if i else r.milestone
         for i, r in enumerate(reached)
     )
-    evidence.fact("graph_mode", mode or "not logged")
+    evidence.fact("graph_mode", f"{mode}{whose}" if mode else "not logged on any rank")
     if reached and reached[0].at and reached[-1].at:
         evidence.figure("startup_seconds", (reached[-1].at - reached[0].at).total_seconds())
-    mine = [f for f in findings if f.node == node.name and f.from_log]
+    mine = startup_findings(findings, node.name, reached, want[-1])  # after its start, the log check's
     evidence.expect(
         not missing and c.running,
         what=f"startup of {c.name} (rank {node.spec.rank}; {c.status})",
@@ -101,15 +128,16 @@ def _version(text):
 @pytest.mark.hints("nccl-cudagraph-deadlock")
 def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence):
     _, lines = _log(node, deployment, service_snapshots, evidence)
-    version, mode = nccl_version(lines), graph_mode(lines)
+    version = nccl_version(lines)
     if version is None:
         pytest.skip(f"{node.name}'s log does not name the NCCL version (`vLLM is using nccl==` is logged at startup)")
     evidence.fact("nccl_version", version)
+    mode, whose = _graph_mode(node, lines, service_snapshots)
     low, high = NCCL_GRAPH_DEADLOCK
-    graphs = mode is not None and not mode.startswith(("eager", "NONE"))
+    graphs = uses_graphs(mode)
     evidence.expect(
         not (low <= _version(version) < high and graphs),
         what="NCCL version with the graph mode in force",
         expected="not 2.28.9 up to 2.30.3 with CUDA graphs (a deadlock fixed in 2.30.4)",
-        found=f"nccl {version}, graph mode {mode or 'not logged'}",
+        found=f"nccl {version}, graph mode {mode or 'not logged on any rank'}{whose}",
     )

@@ -1,13 +1,15 @@
 """Streaming as SSE clients read it (raw: the SDK hides the framing): the first token arrives,
 reasoning deltas come before the answer's, the usage chunk comes last (stream_options.include_usage),
 and `data: [DONE]` ends the stream; a stream that goes silent for longer than read_timeout is a
-stall, reported with what had arrived, never a hang."""
+stall, reported with what had arrived, never a hang. A stream that ends with finish_reason length
+was cut short (judged before its content); raw <think> tags in the streamed content mean no
+reasoning parser, as in one answer."""
 
 import pytest
 
 from gb10check import asks
-from gb10check.diagnosis import expect_answered
-from gb10check.parsers.vllm_api import reasoning_of
+from gb10check.diagnosis import expect_answered, expect_finished
+from gb10check.parsers.vllm_api import THINK_TAG, reasoning_of
 
 pytestmark = pytest.mark.service
 
@@ -21,6 +23,16 @@ def test_stream_framing_and_order(api_node, answer, evidence):
         what="the stream's end",
         expected="data: [DONE], after every chunk",
         found=reply.stalled or ("data: [DONE]" if reply.done else "the connection closed without [DONE]"),
+    )
+    expect_finished(evidence, reply.finish_reason, reply.usage, asks.STREAMED)
+    content = reply.text("content")
+    raw = THINK_TAG.search(content)
+    evidence.expect(
+        raw is None,
+        what="the streamed content",
+        expected="no <think> tags (the reasoning parser takes them out)",
+        found=f"raw {raw[0]} in the content: {content.strip()[:120]!r}" if raw else "none",
+        hints=("reasoning-parser-missing",),
     )
     first = next((at for at, chunk in reply.chunks if chunk.get("choices")), None)
     evidence.expect(

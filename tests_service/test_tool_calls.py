@@ -7,7 +7,7 @@ as raw <tool_call> text in the content."""
 import pytest
 
 from gb10check import asks
-from gb10check.diagnosis import expect_answered
+from gb10check.diagnosis import expect_answered, expect_finished
 from gb10check.parsers.vllm_api import merge_tool_call_deltas, tool_calls_of
 
 pytestmark = pytest.mark.service
@@ -15,8 +15,10 @@ pytestmark = pytest.mark.service
 TOOL = asks.WEATHER_TOOL["function"]["name"]
 
 
-def _judge(evidence, status, error, content, calls, finish_reason, how):
+def _judge(evidence, status, error, content, calls, finish_reason, usage, ask):
+    how = "streamed" if ask.stream else "one answer"
     expect_answered(evidence, status, error, f"chat completion with the {TOOL} tool ({how})")
+    expect_finished(evidence, finish_reason, usage, ask)
     evidence.expect(
         "<tool_call>" not in content and finish_reason == "tool_calls" and len(calls) == 1,
         what=f"the answer ({how})",
@@ -45,7 +47,8 @@ def test_tool_call(api_node, answer, evidence):
         reply.content,
         tool_calls_of(reply.message),
         reply.finish_reason,
-        "one answer",
+        reply.usage,
+        asks.TOOL,
     )
 
 
@@ -60,4 +63,13 @@ def test_tool_call_streamed(api_node, answer, evidence):
         hints=("stream-stalled",),
     )
     calls = merge_tool_call_deltas(reply.deltas)
-    _judge(evidence, reply.status, reply.error, reply.text("content"), calls, reply.finish_reason, "streamed")
+    _judge(
+        evidence,
+        reply.status,
+        reply.error,
+        reply.text("content"),
+        calls,
+        reply.finish_reason,
+        reply.usage,
+        asks.TOOL_STREAMED,
+    )

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gb10check.errors import ParseError, clip
+from gb10check.errors import ParseError, clip, excerpt
+from gb10check.parsers import bounded_chunks
 
 _NO_SUCH = re.compile(r"No such (image|container|object)", re.IGNORECASE)
 _DENIED = re.compile(r"permission denied while trying to connect to the Docker daemon", re.IGNORECASE)
@@ -80,7 +81,7 @@ def parse_image_list(text: str) -> list[str]:
     refs = [line.strip() for line in text.splitlines() if line.strip()]
     bad = [r for r in refs if ":" not in r or " " in r]
     if bad:
-        raise ParseError("docker image ls", f"unexpected line {bad[0]!r}", text)
+        raise ParseError("docker image ls", f"unexpected line {excerpt(bad[0], 120)}", text)
     return refs
 
 
@@ -139,7 +140,9 @@ _FAILURES = (
 
 
 def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
-    """What `nvidia-smi -L` printed inside a container (stdout and stderr together)."""
+    """What `nvidia-smi -L` printed inside a container (stdout and stderr together); read with each line
+    bounded (a failure's `".*"` costs up to the square of a line's length)."""
+    whole, text = text, "\n".join(bounded_chunks(text))
     for kind, pattern in _FAILURES:
         match = pattern.search(text)
         if match:  # the line that says it, not the whole runc chain
@@ -151,4 +154,4 @@ def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
         return ContainerGpus(gpus)
     if "Error" in text or "error" in text:
         return ContainerGpuFailure("other", clip(text.strip(), 240))
-    raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", text)
+    raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", whole)

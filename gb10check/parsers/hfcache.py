@@ -10,7 +10,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 # find DIR -printf '%y\t%m\t%u\t%g\t%s\t%P\t%l\n'
 LISTING_FORMAT = r"%y\t%m\t%u\t%g\t%s\t%P\t%l\n"
@@ -34,11 +34,11 @@ def parse_listing(text: str) -> dict[str, Entry]:
             continue
         parts = line.split("\t")
         if len(parts) != 7 or parts[0] not in ("f", "d", "l", "p", "s", "b", "c") or not parts[4].isdigit():
-            raise ParseError("the HF cache listing (find -printf)", f"unexpected line {line!r}", text)
+            raise ParseError("the HF cache listing (find -printf)", f"unexpected line {excerpt(line, 120)}", text)
         try:
             mode = int(parts[1], 8)
         except ValueError as exc:
-            raise ParseError("the HF cache listing (find -printf)", f"bad mode in {line!r}", text) from exc
+            raise ParseError("the HF cache listing (find -printf)", f"bad mode in {excerpt(line, 120)}", text) from exc
         entries[parts[5]] = Entry(parts[0], mode, parts[2], parts[3], int(parts[4]), parts[5], parts[6])
     if "" not in entries:  # the folder itself (%P is empty for the starting point)
         raise ParseError("the HF cache listing (find -printf)", "the model folder itself is not listed", text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def parse_ibdev2netdev(text: str) -> tuple[RdmaPort, ...]:
             continue
         match = _LINE_RE.match(line.strip())
         if not match:
-            raise ParseError("ibdev2netdev", f"unexpected line {line!r}", text)
+            raise ParseError("ibdev2netdev", f"unexpected line {excerpt(line, 120)}", text)
         ports.append(
             RdmaPort(
                 rdma_device=match["dev"],

@@ -1,7 +1,8 @@
 """The kernel log since boot, as the snapshot filters it: what changed under the fabric and the GPU.
 
-The probe prints `gb10check: kernel log lines N` (how much dmesg held), then the lines that name
-mlx5, pciehp or NVRM. Formats from the kernel's own strings: mlx5e_update_carrier's
+The probe prints the lines that name mlx5, pciehp or NVRM and `gb10check: kernel log lines N` (how
+much dmesg held: last, as the probe streams the log; first is read too). Formats from the kernel's
+own strings: mlx5e_update_carrier's
 `netdev_info(netdev, "Link up|down")` -> `mlx5_core 0000:01:00.0 enp1s0f0np0: Link down`;
 pciehp's `ctrl_info(ctrl, "Slot(%s): Link Down")` -> `pcieport 0000:00:00.0: pciehp: Slot(0):
 Link Down`; the NVIDIA driver's `NVRM: Xid (PCI:000f:01:00): 79, pid=..., ...`.
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.parsers import bounded_line
 
 _HEADER = re.compile(r"^gb10check: kernel log lines (?P<n>\d+)$")
 _STAMP = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\]\s*")
@@ -52,12 +54,16 @@ class KernelLog:
 
 
 def parse_kernel_log(text: str) -> KernelLog:
-    lines = text.splitlines()
-    header = _HEADER.match(lines[0].strip()) if lines else None
-    if header is None:
-        raise ParseError("the kernel log (dmesg)", "expected 'gb10check: kernel log lines N' first", text)
+    """A line longer than MAX_LINE is read as its first MAX_LINE characters (saying so)."""
+    lines = [bounded_line(line) for line in text.splitlines()]
+    counts = [m for m in (_HEADER.match(line.strip()) for line in (lines[:1] + lines[-1:])) if m]
+    if not counts:
+        raise ParseError("the kernel log (dmesg)", "expected 'gb10check: kernel log lines N' first or last", text)
+    header = counts[-1]
     events = []
-    for line in lines[1:]:
+    for line in lines:
+        if _HEADER.match(line.strip()):
+            continue
         stamp = _STAMP.match(line)
         seconds = float(stamp["t"]) if stamp else None
         if m := _LINK.search(line):

@@ -13,7 +13,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 from gb10check.parsers.framed import FileRead
 
 MAIN = "/etc/systemd/logind.conf"
@@ -56,7 +56,9 @@ def parse_remove_ipc(files: list[FileRead]) -> RemoveIpc:
                 continue
             word = value.strip().lower()
             if word not in _BOOL:
-                raise ParseError(f.path, f"RemoveIPC={value.strip()!r} is not a boolean logind takes", f.text)
+                raise ParseError(
+                    f.path, f"RemoveIPC={excerpt(value.strip(), 60)} is not a boolean logind takes", f.text
+                )
             result = RemoveIpc(_BOOL[word], f"{f.path}:{number} (RemoveIPC={value.strip()})")
     return result
 
@@ -66,5 +68,5 @@ def parse_linger(text: str) -> list[str]:
     names = text.split()
     bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?", n)]
     if bad:
-        raise ParseError("ls /var/lib/systemd/linger", f"not a user name: {bad[0]!r}", text)
+        raise ParseError("ls /var/lib/systemd/linger", f"not a user name: {excerpt(bad[0], 120)}", text)
     return names

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 GIB = 1024**3
 _LINE_RE = re.compile(r"^(?P<key>[A-Za-z0-9_()]+):\s*(?P<value>\d+)(?:\s*(?P<unit>kB))?\s*$")
@@ -36,7 +36,7 @@ def parse_meminfo(text: str) -> MemInfo:
             continue
         match = _LINE_RE.match(line.strip())
         if not match:
-            raise ParseError("/proc/meminfo", f"unexpected line {line!r}", text)
+            raise ParseError("/proc/meminfo", f"unexpected line {excerpt(line, 120)}", text)
         value = int(match["value"])
         fields[match["key"]] = value * 1024 if match["unit"] else value
     missing = [k for k in _REQUIRED if k not in fields]

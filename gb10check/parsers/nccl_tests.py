@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.redact import redact
 
 _AVG = re.compile(r"^# Avg bus bandwidth\s*:\s*(?P<bw>[\d.]+)\s*$", re.MULTILINE)
 _BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>\w+)", re.MULTILINE)
@@ -65,7 +66,7 @@ def parse_nccl_test(text: str, what: str = "nccl-tests") -> NcclTestResult:
         try:
             rows.append(_row(m.group(0)))
         except (ValueError, IndexError) as exc:
-            raise ParseError(what, f"a result row that is not nccl-tests' ({exc})", m.group(0)) from exc
+            raise ParseError(what, f"a result row that is not nccl-tests' ({redact(str(exc))})", m.group(0)) from exc
     if not rows:
         raise ParseError(what, "no result row", text)
     bounds = _BOUNDS.search(text)

@@ -6,6 +6,7 @@ import yaml
 
 from gb10check.errors import ParseError
 from gb10check.parsers.framed import FileRead
+from gb10check.redact import redact
 
 
 def configured_netdevs(files: list[FileRead]) -> dict[str, FileRead]:
@@ -29,7 +30,7 @@ def _ethernets(files: list[FileRead]) -> dict[str, tuple[FileRead, dict[str, obj
         try:
             doc = yaml.safe_load(f.text)
         except yaml.YAMLError as exc:
-            raise ParseError(f.path, f"not valid YAML: {exc}".replace("\n", " "), f.text) from exc
+            raise ParseError(f.path, f"not valid YAML: {redact(str(exc))}".replace("\n", " "), f.text) from exc
         if doc is None:
             continue
         network = doc.get("network") if isinstance(doc, dict) else None

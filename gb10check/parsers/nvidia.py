@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 VERSION = r"\d{2,4}\.\d{1,3}(?:\.\d{1,3})?"
 _VERSION_RE = re.compile(rf"^{VERSION}$")
@@ -92,7 +92,9 @@ def parse_nvidia_smi_query(text: str) -> NvidiaSmiResult:
             continue
         fields = [f.strip() for f in line.split(",")]
         if len(fields) != 2 or not _VERSION_RE.match(fields[0]) or not fields[1]:
-            raise ParseError("nvidia-smi --query-gpu=driver_version,name", f"unexpected line {line!r}", text)
+            raise ParseError(
+                "nvidia-smi --query-gpu=driver_version,name", f"unexpected line {excerpt(line, 120)}", text
+            )
         rows.append(GpuRow(driver_version=fields[0], name=fields[1]))
     if not rows:
         raise ParseError("nvidia-smi --query-gpu=driver_version,name", "no GPU rows", text)

@@ -13,7 +13,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 _HEADER = re.compile(r"^=== (?P<dir>/\S+/(?P<dev>[^/\s]+)/ports/(?P<port>\d+))(?P<netdevs>(?: \S+)*)\s*$")
 _RATE = re.compile(r"^(?P<gbps>\d+(?:\.\d+)?) Gb/sec")
@@ -82,12 +82,14 @@ def parse_rdma_ports(text: str) -> dict[str, RdmaPortState]:
         header, _, body = block.partition("\n")
         match = _HEADER.match(header)
         if not match:
-            raise ParseError("the RDMA ports in /sys/class/infiniband", f"unexpected line {header!r}", text)
+            raise ParseError("the RDMA ports in /sys/class/infiniband", f"unexpected line {excerpt(header, 120)}", text)
         base = match["dir"] + "/"
         files: dict[str, str] = {}
         for line in body.splitlines():
             if not line.startswith(base) or ":" not in line[len(base) :]:
-                raise ParseError("the RDMA ports in /sys/class/infiniband", f"unexpected line {line!r}", text)
+                raise ParseError(
+                    "the RDMA ports in /sys/class/infiniband", f"unexpected line {excerpt(line, 120)}", text
+                )
             name, _, value = line[len(base) :].partition(":")
             files[name] = value.strip()
         gids = []

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -107,7 +107,7 @@ def parse_user_rules(text: str) -> list[UfwRule]:
                 )
             )
         except ValueError as exc:
-            raise ParseError("/etc/ufw/user.rules", f"bad address in {match[0]!r}", text) from exc
+            raise ParseError("/etc/ufw/user.rules", f"bad address in {excerpt(match[0], 120)}", text) from exc
     return rules
 
 

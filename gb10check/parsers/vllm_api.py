@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from gb10check.errors import ParseError
+from gb10check.errors import ParseError, excerpt
 from gb10check.parsers import json_object
 
 
@@ -32,7 +33,9 @@ def parse_models(text: str) -> tuple[ModelCard, ...]:
             raise ParseError("GET /v1/models", "a model card without a string 'id'", text)
         mml = item.get("max_model_len")
         if mml is not None and not isinstance(mml, int):
-            raise ParseError("GET /v1/models", f"max_model_len of {item['id']!r} is not an integer", text)
+            raise ParseError(
+                "GET /v1/models", f"max_model_len of {excerpt(str(item['id']), 120)} is not an integer", text
+            )
         cards.append(ModelCard(id=item["id"], root=item.get("root"), max_model_len=mml, parent=item.get("parent")))
     return tuple(cards)
 
@@ -46,6 +49,9 @@ def parse_version(text: str) -> str:
 
 
 # -- chat completions (the SDK's objects as dicts: model_dump() keeps vLLM's extra fields) -------------
+# Qwen3's think tags: in an answer's content they mean no reasoning parser took them out (the content
+# of an answer cut short in its reasoning too, before vLLM 0.17: judge finish_reason first)
+THINK_TAG = re.compile(r"</?think>")
 REASONING_FIELDS = ("reasoning", "reasoning_content")  # vLLM >= 0.16 / <= 0.15 (0.11.1-0.15.x: both)
 
 
@@ -169,7 +175,9 @@ def parse_sse(text: str) -> list[str]:
         if not lines:
             continue
         if len(lines) != 1 or not lines[0].startswith("data: "):
-            raise ParseError("the SSE stream", f"expected one 'data: ' line per event, got {lines[0][:80]!r}", text)
+            raise ParseError(
+                "the SSE stream", f"expected one 'data: ' line per event, got {excerpt(lines[0], 80)}", text
+            )
         out.append(lines[0][len("data: ") :])
     return out
 

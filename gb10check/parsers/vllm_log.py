@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gb10check.errors import ParseError
+from gb10check.parsers import bounded_line
 
 _STAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ?(?P<text>.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -27,9 +28,11 @@ class LogLine:
 
 def parse_docker_log(text: str) -> list[LogLine]:
     """`docker logs --timestamps` output: every non-empty line stamped (a line without a stamp
-    continues the previous one, as a wrapped traceback does)."""
+    continues the previous one, as a wrapped traceback does). A line longer than MAX_LINE keeps its
+    first MAX_LINE characters and says how many more it had: every pattern is matched on the line."""
     out: list[LogLine] = []
     for raw in text.splitlines():
+        raw = bounded_line(raw)
         if not raw.strip():
             continue
         m = _STAMP.match(raw)
@@ -75,17 +78,18 @@ class Reached:
     milestone: str
     at: datetime | None
     line: str
+    index: int = 0  # the line's place in the log
 
 
 def milestones(lines: list[LogLine]) -> list[Reached]:
     """Each milestone's first line, in the order the log reached them."""
     out: list[Reached] = []
     seen: set[str] = set()
-    for line in lines:
+    for index, line in enumerate(lines):
         for m in MILESTONES:
             if m.name not in seen and m.pattern.search(line.text):
                 seen.add(m.name)
-                out.append(Reached(m.name, line.at, line.text.strip()))
+                out.append(Reached(m.name, line.at, line.text.strip(), index))
     return out
 
 
@@ -93,19 +97,55 @@ def expected_milestones(rank: int, eager: bool) -> list[str]:
     return [m.name for m in MILESTONES if m.expected(rank, eager)]
 
 
-_GRAPH_MODE = re.compile(r"cudagraph_mode'?:\s*<CUDAGraphMode\.(?P<mode>\w+)")
-_EAGER = re.compile(r"enforce_eager=True")
+# Where vLLM says which CUDA graph mode is in force (format strings of vLLM 0.12.0-0.34.0, quoted in
+# selftests/data/commands/vllm.graph_mode_lines.from_source.txt with their files): the engine's config
+# dump (rank 0 only), the overrides VllmConfig logs in every process (a headless follower too), the
+# worker's own resolution (every rank, after the dump), eager mode; the last one logged is in force.
+EAGER = "eager (enforce_eager)"
+_GRAPH_MODE_LINES = (
+    # the config dump: `compilation_config={..., 'cudagraph_mode': <CUDAGraphMode.FULL_DECODE_ONLY: (2, 0)>, ...}`
+    re.compile(r"cudagraph_mode'?:\s*<CUDAGraphMode\.(?P<mode>\w+)"),
+    # gpu_model_runner.py (0.12) / compilation.py (0.33): "...; setting cudagraph_mode=FULL_DECODE_ONLY"
+    re.compile(r"setting cudagraph_mode=(?P<mode>\w+)"),
+    # vllm.py: "Overriding cudagraph_mode to PIECEWISE." / "from FULL to PIECEWISE." / "FULL to NONE."
+    re.compile(r"Overriding cudagraph_mode (?:from )?(?:\w+ )?to (?P<mode>\w+)"),
+    # vllm.py: "Cudagraph mode FULL_DECODE_ONLY is not compatible with compilation mode 0.Overriding to NONE."
+    # (0.12.0 overrides any mode but NONE without -cc.mode=3; 0.13+ only modes that need piecewise
+    # compilation); compilation.py (0.33): "Cudagraph mode X requires piecewise capture, ... Overriding to Y."
+    re.compile(r"Cudagraph mode \w+ (?:is not compatible|requires piecewise).*?Overriding to (?P<mode>\w+)"),
+    # as a deployment's log was quoted in issue 16 (not a format string of upstream vLLM 0.12-0.34)
+    re.compile(r"Cudagraph mode (?P<mode>\w+) is used"),
+)
+_EAGER_LINES = re.compile(
+    r"enforce_eager=True|Cudagraph is disabled under eager mode|Enforce eager set, disabling torch\.compile"
+)
+# every rank that captures logs it (scope "local" in 0.12: each node's first rank; every process in 0.33)
+_CAPTURED = re.compile(r"Graph capturing finished in \d+ secs")
+CAPTURED = "captured (the mode not named)"
 
 
 def graph_mode(lines: list[LogLine]) -> str | None:
-    """The CUDA graph mode vLLM reports in its config dump (NONE or enforce_eager: eager), if logged."""
+    """The CUDA graph mode in force on this rank, as its log last says it (NONE or EAGER: no graphs);
+    CAPTURED when the log names no mode but shows graphs captured; None when it says nothing."""
+    found = None
     for line in lines:
-        if _EAGER.search(line.text):
-            return "eager (enforce_eager)"
-        m = _GRAPH_MODE.search(line.text)
-        if m:
-            return m["mode"]
-    return None
+        if _EAGER_LINES.search(line.text):
+            found = EAGER
+            continue
+        for pattern in _GRAPH_MODE_LINES:
+            m = pattern.search(line.text)
+            if m:
+                found = m["mode"]
+                break
+        else:
+            if found is None and _CAPTURED.search(line.text):
+                found = CAPTURED
+    return found
+
+
+def uses_graphs(mode: str | None) -> bool:
+    """True when the mode captures CUDA graphs (not eager, not NONE); None (not logged) is not known to."""
+    return mode is not None and not mode.startswith(("eager", "NONE"))
 
 
 @dataclass(frozen=True)

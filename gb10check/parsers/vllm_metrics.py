@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from gb10check.errors import ParseError
+from gb10check.redact import redact
 
 _KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 
@@ -34,7 +35,7 @@ def parse_vllm_metrics(text: str) -> VllmMetrics:
             for sample in family.samples:
                 values[sample.name] = values.get(sample.name, 0.0) + float(sample.value)
     except (ValueError, TypeError, IndexError) as exc:
-        raise ParseError("GET /metrics", f"not Prometheus text ({exc})", text) from exc
+        raise ParseError("GET /metrics", f"not Prometheus text ({redact(str(exc))})", text) from exc
     missing = [n for n in ("vllm:generation_tokens_total", "vllm:num_requests_running") if n not in values]
     if missing:
         raise ParseError("GET /metrics", f"no {', '.join(missing)} (not vLLM's metrics?)", text)

@@ -6,6 +6,7 @@ reports, one line per check, no secret, a clear error.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,8 +15,8 @@ import subprocess
 import pytest
 
 from selftests.e2e import bad_day
-from selftests.e2e.bad_day import FINAL_LINE, R1
-from selftests.e2e.runner import run_suite, sim_leftovers
+from selftests.e2e.bad_day import FINAL_LINE, R0, R1
+from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
@@ -96,9 +97,12 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
         f"{run.lines} lines, {run.junit_bytes} bytes of JUnit for {checks} checks:\n{out[:3000]}"
     )
     # the connect timeout paid once, not once per check (that would be ~40 x 2 s); 3 s of slack for a
-    # loaded machine (self-tests under -n 2 share two cores)
-    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 3
-    assert run.seconds <= bound, f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 3"
+    # loaded machine (self-tests under -n 2 share two cores); and what the fault itself makes wait
+    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 3 + bad_day.WAITS.get(fault, 0)
+    assert run.seconds <= bound, (
+        f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 3"
+        f" + {bad_day.WAITS.get(fault, 0)} s the fault makes wait"
+    )
     assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
     failed = run.run.failed()
     unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}
@@ -134,12 +138,18 @@ def healthy_seconds(tmp_path_factory):
     return run.seconds
 
 
+@pytest.fixture(scope="module")
+def secrets_run(tmp_path_factory):
+    """One run of the secrets scenario with every output on (reports, history, Prometheus file)."""
+    tmp = tmp_path_factory.mktemp("secrets")
+    return tmp, bad_day.secrets_run(tmp)
+
+
 @pytest.mark.sim
-def test_planted_secrets_appear_nowhere(tmp_path):
+def test_planted_secrets_appear_nowhere(secrets_run):
     """.env, compose, container environment and the suite's own API key: every parser that fails
     quotes its input, and none of the secrets reaches the terminal, JUnit or the summaries."""
-    scenario = bad_day.secrets_scenario(tmp_path)
-    run = run_suite(tmp_path, f"--sim={scenario}", env={bad_day.API_KEY_ENV: bad_day.SECRETS["api_key"]})
+    tmp, run = secrets_run
     failed = run.failed()
     # the three parsers did fail, quoting what they read (so the redaction is what kept the secrets out)
     assert f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R1}]" in failed, run.out
@@ -148,7 +158,87 @@ def test_planted_secrets_appear_nowhere(tmp_path):
     assert "DB_PASSWORD=***" in run.out and "HF_TOKEN=***" in run.out
     served = "tests_service/test_models.py::test_served_model[thinkstationpgx-30]"
     assert served not in failed  # the key was sent, and worked
-    assert bad_day.leaked(tmp_path, run) == dict.fromkeys(bad_day.SECRETS, 0)
+    assert bad_day.leaked(tmp, run, bad_day.SECRETS) == dict.fromkeys(bad_day.SECRETS, 0)
+
+
+@pytest.mark.sim
+def test_secrets_of_every_shape_are_shown_masked_in_every_output(secrets_run):
+    """Issue 17, item 4: an AWS key id, credentials in a URL, a JWT, a Slack token and `password
+    <value>` in a kernel log line, a container log line, the vLLM version string and a .env whose parse
+    error quotes its head: each line is shown (masked) and none of the secrets reaches the terminal,
+    junit.xml, summary.md/json, report.html, the history kept or the Prometheus file."""
+    tmp, run = secrets_run
+    outputs = bad_day.outputs(tmp, run)
+    assert {"reports/junit.xml", "reports/summary.json", "reports/summary.md", "reports/report.html"} <= set(outputs)
+    assert any(n.startswith("history/run-") for n in outputs) and "metrics/gb10check.prom" in outputs, list(outputs)
+    assert bad_day.leaked(tmp, run, bad_day.SHAPED) == dict.fromkeys(bad_day.SHAPED, 0)
+    failed = run.failed()
+    assert f"tests_network/test_kernel_log.py::test_no_gpu_xid_errors[{R1}]" in failed, run.out
+    assert f"tests_service/test_logs.py::test_log_names_no_known_fault[{R0}]" in failed, run.out
+    assert f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R0}]" in failed, run.out
+    everything = "\n".join(outputs.values())
+    shown = {
+        "kernel log": [f"pid=42, {said}" for said in bad_day.SAID_MASKED],
+        "container log": [f"ERROR CUDA out of memory: {bad_day.SAID_MASKED[0]}", bad_day.SAID_MASKED[1]],
+        "vLLM version": ["0.12.0 " + " ".join(bad_day.SAID_MASKED)],
+        ".env": [f"AWS_ID={bad_day.SAID_MASKED[0]}", f"SESSION={bad_day.SAID_MASKED[1]}", bad_day.SAID_MASKED[2]],
+    }
+    missing = {where: [t for t in texts if t not in everything] for where, texts in shown.items()}
+    assert all(not texts for texts in missing.values()), missing
+
+
+@pytest.mark.sim
+def test_a_node_name_that_is_a_dotenv_value_is_never_masked(secrets_run):
+    """Issue 17, item 5: rank 1's .env sets X_TOKEN to rank 0's name; that name stays in every output."""
+    tmp, run = secrets_run
+    outputs = bad_day.outputs(tmp, run)
+    assert "X_TOKEN=thinkstationpgx-30" in run.out  # shown as the node has it: a node's name is no secret
+    summary = json.loads(outputs["reports/summary.json"])
+    assert {row["node"] for row in summary["checks"]} == {None, R0, R1}
+    prometheus = outputs["metrics/gb10check.prom"]
+    assert 'node="***"' not in prometheus and f'node="{R0}"' in prometheus
+    assert f"| {R0} |" in outputs["reports/summary.md"] and R0 in outputs["reports/report.html"]
+    history = next(v for k, v in outputs.items() if k.startswith("history/"))
+    assert f'"node": "{R0}"' in history and '"node": "***"' not in history
+
+
+@pytest.mark.sim
+def test_the_suites_own_words_are_not_masked(secrets_run):
+    """Issue 17, item 10: a .env error reads "line N is not KEY=VALUE: '...'"; only what it quotes is masked."""
+    _, run = secrets_run
+    message = run.junit[f"tests_preflight/test_deployment_files.py::test_env_names_this_node[{R1}]"]["message"]
+    assert re.search(r"line \d+ is not KEY=VALUE: 'BROKEN LINE=", message), message
+    assert "KEY=***" not in message.split(": 'BROKEN LINE=")[0], message
+
+
+@pytest.mark.sim
+def test_one_10mb_log_line_costs_seconds_and_every_report_is_written(tmp_path, healthy_seconds):
+    """Issue 17, item 1: rank 1's container log ends with one line of 10 MB (a run of letters, digits
+    and _.-, the old masking's quadratic case: 11 minutes at full CPU, no reports)."""
+    run = bad_day.long_line_run(tmp_path)
+    assert run.run.rc == 0 and run.run.failed() == {}, run.run.out[-3000:]
+    assert run.run.summary is not None and run.run.summary["interrupted"] is False
+    assert all((tmp_path / "reports" / name).stat().st_size for name in ("junit.xml", "summary.md", "report.html"))
+    assert run.within_output_bounds(), run.run.out[:3000]
+    # a bound for a busy machine (the healthy run plus a minute); the quadratic masking took hours
+    assert run.seconds < healthy_seconds + 60, f"{run.seconds:.1f} s against healthy {healthy_seconds:.1f} s"
+    assert sim_leftovers(run.run.pid) == []
+
+
+@pytest.mark.sim
+def test_sigterm_during_a_10mb_log_line_is_acted_on_within_seconds(tmp_path):
+    """Issue 17, item 1: the same line, SIGTERM seconds after the sim's bring-up (while the snapshot with
+    the line is read, or the checks read it): the run stops within seconds and writes every report (it
+    ignored two SIGTERMs for 11 minutes)."""
+    result = bad_day.sigterm_during_long_line(tmp_path)
+    run = result.run
+    assert run.rc == 2 and result.exit_seconds < 10, f"exit {run.rc} {result.exit_seconds:.1f} s after SIGTERM"
+    assert run.summary is not None and run.summary["interrupted"] is True, run.out[-3000:]
+    assert run.summary["interruption"]["signal"] == "SIGTERM"
+    assert FINAL_LINE.match(run.out.rstrip().splitlines()[-1]), run.out[-2000:]
+    assert run.junit, "no JUnit file, or an empty one"
+    assert all((tmp_path / "reports" / name).stat().st_size for name in ("junit.xml", "summary.md", "summary.json"))
+    assert sim_leftovers(result.run.pid) == []
 
 
 def test_reports_that_cannot_be_written_stop_the_run_before_any_node(tmp_path):
@@ -228,3 +318,99 @@ def test_sim_and_cluster_together_is_an_error(tmp_path):
 def test_the_origin_of_the_inventory_path_is_named(tmp_path):
     run = run_suite(tmp_path, env={"GB10_CLUSTER": "/nonexistent/cluster.toml"})
     assert run.rc == 4 and "/nonexistent/cluster.toml not found, from $GB10_CLUSTER" in run.out, run.out
+
+
+@pytest.mark.sim
+def test_a_nodes_terminal_escapes_are_shown_never_obeyed(tmp_path):
+    """ESC sequences (a window title, a cleared screen, an OSC 8 link), a C1 CSI, a carriage return and a
+    right-to-left override in a tool's stderr, a kernel log line, the served model name and the vLLM
+    version: each reaches the reports, shown as its escape, and no control character reaches the terminal,
+    summary.md, summary.json's strings, junit.xml, report.html or the Prometheus file."""
+    scenario = bad_day.escapes_scenario(tmp_path)
+    prom = tmp_path / "reports" / "gb10check.prom"
+    run = run_suite(tmp_path, f"--sim={scenario}", "-m", "not performance", f"--prometheus={prom}")
+    failed = run.failed()
+    # the planted text did reach the outputs: the neutralising is what kept the bytes out
+    assert failed.get(f"tests_network/test_kernel_log.py::test_no_gpu_xid_errors[{R0}]") == {"gpu-xid"}, run.out
+    assert any(h == {"tool-missing"} and R1 in tid for tid, h in failed.items()), failed
+    assert "tests_service/test_models.py::test_served_model[thinkstationpgx-30]" in failed, run.out
+    shown = r"\x1b]0;owned by the node\x07\x1b[2J\x1b]8;;http://evil.example/\x1b\click here\x1b]8;;\x1b\\x9b31m"
+    assert shown + r"\u202egnp.exe\r" in run.out, run.out[-3000:]
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert f"vllm_version | 0.12.0{shown}" in summary
+    assert bad_day.controls(tmp_path, run) == dict.fromkeys(bad_day.controls(tmp_path, run), 0)
+    assert prom.exists() and (tmp_path / "reports" / "report.html").exists()
+
+
+@pytest.mark.sim
+def test_a_hostile_history_folder_costs_one_warning_per_file_and_no_report(tmp_path):
+    """A list where a mapping belongs, a 400-digit number, NaN, infinities, deep nesting, a 200 MB file, bytes
+    that are not UTF-8: each run file is skipped with its one warning, and the run writes every report,
+    keeps itself and exits by its verdicts."""
+    cases = {
+        name: data
+        for name, data in bad_day.hostile_runs().items()
+        if name.startswith(("the file:", "checks.0.figures")) and not name.endswith(("negative number", "fraction"))
+    }  # (a negative number or a fraction is a figure a run may hold)
+    history = tmp_path / "history"
+    planted = bad_day.write_hostile_history(history, cases)
+    reports = tmp_path / "reports"
+    run = run_suite(tmp_path, "--sim=healthy", "-k", "bandwidth", f"--history={history}",
+                    f"--prometheus={reports / 'gb10check.prom'}")  # fmt: skip
+    assert run.rc == 0, run.out[-3000:]
+    assert "INTERNALERROR" not in run.out and "Traceback" not in run.out
+    for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom"):
+        assert (reports / name).stat().st_size > 0, name
+    warned = [line for line in run.out.splitlines() if line.startswith("gb10check: history: ")]
+    assert len(warned) == len(cases) and all(any(str(p) in w for w in warned) for p in planted), warned
+    assert run.summary is not None and len(run.summary["history"]["warnings"]) == len(cases)
+    assert run.summary["history"]["earlier_runs"] == 0
+    kept = set(history.glob("run-*.json")) - set(planted)
+    assert len(kept) == 1 and all(p.exists() for p in planted)  # this run kept, nothing of the folder deleted
+
+
+def test_reports_replace_a_planted_symlink_never_write_through_it(tmp_path):
+    """Every output (junit.xml, summary.json and .md, report.html, the Prometheus file, the run kept in the
+    history, and report.html's old fixed temporary name) is a new file renamed over whatever stood there."""
+    reports, history, elsewhere = tmp_path / "reports", tmp_path / "history", tmp_path / "elsewhere"
+    for folder in (reports, history, elsewhere):
+        folder.mkdir()
+    links = {
+        reports / name: elsewhere / name
+        for name in ("junit.xml", "summary.json", "summary.md", "report.html", "gb10check.prom", ".report.html.tmp")
+    }
+    for link, target in links.items():
+        target.write_text("the operator's own file\n")
+        link.symlink_to(target)
+    inventory = tmp_path / "cluster.toml"
+    inventory.write_text('[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n')
+    prom = f"--prometheus={reports}/gb10check.prom"
+    run = run_suite(tmp_path, f"--cluster={inventory}", "-m", "smoke", f"--history={history}", prom)
+    assert run.rc in (0, 1) and run.junit and run.summary is not None, run.out[-2000:]
+    assert [t.name for t in links.values() if t.read_text() != "the operator's own file\n"] == []
+    for link in links:
+        if link.name != ".report.html.tmp":
+            assert link.is_file() and not link.is_symlink() and link.stat().st_size > 100, link
+            assert link.stat().st_mode & 0o777 == 0o644, oct(link.stat().st_mode)  # readable by node_exporter
+    assert [p.name for p in reports.iterdir() if p.name.startswith(".") and p.name != ".report.html.tmp"] == []
+    assert len(list(history.glob("run-*.json"))) == 1
+
+
+@pytest.mark.sim
+def test_a_flooding_probe_costs_its_own_checks_only(tmp_path):
+    """Rank 1's nvidia-smi prints forever and its dmesg holds 213 MB of lines the kernel-log probe keeps:
+    those probes' checks fail saying the output was cut and how much there was; every other check of the
+    node (id -un, ufw, docker, the links...) has its evidence and passes."""
+    run = run_scenario(tmp_path, bad_day.FLOOD, "-m", "preflight or network", "-k", "not bandwidth")
+    failed = run.failed()
+    assert failed and all(R1 in tid and hints == {"output-cut"} for tid, hints in failed.items()), failed
+    kernel = [t for t in failed if "test_kernel_log.py" in t]
+    driver = [t for t in failed if "test_kernel_log.py" not in t]
+    assert len(kernel) == 4 and driver, failed  # 2 links' flaps, hotplug, Xid; the nvidia-smi reads
+    message = run.junit[kernel[0]]["message"]
+    assert re.search(r"\[output-cut\] thinkstationpgx-32: `dmesg .*` printed more than 64 MiB", message), message
+    nvidia = run.junit[driver[0]]["message"]
+    assert re.search(r"`nvidia-smi --query-gpu=\S+ --format=csv,noheader` printed more than 64 MiB", nvidia), nvidia
+    passed = [tid for tid, outcome in run.outcomes().items() if outcome == "passed" and R1 in tid]
+    assert len(passed) > 30, passed  # the node's other reads all answered
+    assert "id -un" not in run.out

@@ -129,14 +129,26 @@ PROBE_LINE = re.compile(
     r"printf '\\n%s %s\\n' 'gb10-b0 end \w+' \$\? >\"\$t/\1\.e\"\) &"
 )
 FRAME_LINE = re.compile(r'cat( "\$t/\d+\.[a-e]")+ 2>/dev/null')
+# a flooded output (larger than the snapshot sends) cut to its head and tail, in the script's own folder
+CUT = (
+    'for f in $(find "$t" -type f -size +NUMc); do n=$(wc -c <"$f"); '
+    '{ head -c NUM "$f"; printf \'\\n%s %s\\n\' \'gb10-b0 cut\' "$n"; tail -c NUM "$f"; } >"$f.cut"; '
+    'mv -f "$f.cut" "$f"; done'
+)
+CUT_LINE = re.compile(re.escape(CUT).replace("NUM", r"\d+"))
 
 
 def test_the_snapshot_wrapper_only_makes_and_removes_its_temp_dir():
     script = build_script((Probe("a", "cat /x"), Probe("b", "id -un")), "gb10-b0", 5.0)
     lines = script.splitlines()
-    assert lines[:2] == ["t=$(mktemp -d) || exit 97", "trap 'rm -rf \"$t\"' EXIT"]
-    assert [bool(PROBE_LINE.fullmatch(line)) for line in lines[2:]] == [True, True, False, False]
-    assert lines[4:] == ["wait", lines[5]] and FRAME_LINE.fullmatch(lines[5]), lines
+    assert lines[:3] == [
+        "t=$(mktemp -d) || exit 97",
+        "trap 'rm -rf \"$t\"' EXIT",
+        "ulimit -f 131072 2>/dev/null; trap '' XFSZ",  # each output file at most 64 MiB (512-byte blocks)
+    ]
+    assert [bool(PROBE_LINE.fullmatch(line)) for line in lines[3:]] == [True, True, False, False, False]
+    assert lines[5:] == ["wait", lines[6], lines[7]], lines
+    assert CUT_LINE.fullmatch(lines[6]) and FRAME_LINE.fullmatch(lines[7]), lines
 
 
 @pytest.mark.sim

@@ -6,12 +6,13 @@ from gb10check.api import ApiClient
 from gb10check.inventory import ApiSpec
 
 
-def api_client(port: int, request_timeout: float = 3) -> ApiClient:
+def api_client(port: int, request_timeout: float = 3, read_timeout: float = 15) -> ApiClient:
     spec = ApiSpec(
         base_url=f"http://127.0.0.1:{port}",
         served_model_name="m",
         model="org/m",
         max_model_len=1024,
         request_timeout=request_timeout,
+        read_timeout=read_timeout,
     )
     return ApiClient(spec, env={})

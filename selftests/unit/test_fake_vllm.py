@@ -142,3 +142,27 @@ def test_errors_and_metrics_in_vllms_shapes(fake):
                        if line.startswith("# TYPE")}  # fmt: skip
     mine = {line.split()[2] for line in metrics.splitlines() if line.startswith("# TYPE")}
     assert mine <= reference_names, mine - reference_names
+
+
+@pytest.mark.parametrize("shapes", ["0.12", "0.33"])
+def test_max_tokens_cuts_the_answer_as_vllm_does(fake, shapes):
+    """max_tokens inside the reasoning: finish_reason length and completion_tokens max_tokens. In one
+    answer, vLLM before 0.17 gives the raw <think> block as content (its Qwen3 parser needs </think>),
+    0.17 and later the reasoning with no content; streamed, both send reasoning deltas."""
+    body = {"model": "qwen3", "messages": [{"role": "user", "content": "What is 3 factorial?"}], "max_tokens": 5}
+    one = httpx.post(f"{fake(shapes)}/v1/chat/completions", json=body, timeout=10).json()
+    choice = one["choices"][0]
+    assert choice["finish_reason"] == "length" and one["usage"]["completion_tokens"] == 5
+    if shapes == "0.12":
+        assert choice["message"]["content"].startswith("<think>") and choice["message"]["reasoning"] is None
+    else:
+        assert choice["message"]["content"] is None and choice["message"]["reasoning"]
+    streamed = httpx.post(
+        f"{fake(shapes)}/v1/chat/completions",
+        json=body | {"stream": True, "stream_options": {"include_usage": True}},
+        timeout=10,
+    )
+    chunks = sse_chunks(parse_sse(streamed.text))
+    kinds = [kind(c) for c in chunks if kind(c) != "empty"]
+    assert kinds == ["role", *["reasoning"] * 5, "finish", "usage"], kinds
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and chunks[-1]["usage"]["completion_tokens"] == 5

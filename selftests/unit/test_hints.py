@@ -198,11 +198,12 @@ def test_the_sudoers_rule_names_exact_files_and_passes_visudo(tmp_path):
     )
     assert "*" not in line  # a sudoers wildcard matches / and spaces: cat /etc/netplan/../shadow
     first = render_command(Catalogue.load()["sudo-required"].commands[0], rank1)[0]
-    assert "/etc/sudoers.d" not in first, "the rule is checked by visudo before it is installed"
+    assert first.index("visudo -cf") < first.index("/etc/sudoers.d"), "the rule is checked before it is installed"
     if shutil.which("visudo") is None:
         pytest.skip("visudo (sudo) is not installed; bin/setup installs it as root")
     sudoers = tmp_path / "gb10check.sudoers"
-    subprocess.run(["sh", "-c", first.replace("/tmp/gb10check.sudoers", str(sudoers))], check=True, timeout=10)
+    staged = first.split(" && sudo visudo", 1)[0].replace("f=$(mktemp)", f"f={sudoers}")  # the rule, as it is staged
+    subprocess.run(["sh", "-c", staged], check=True, timeout=10)
     checked = subprocess.run(["visudo", "-cf", str(sudoers)], capture_output=True, text=True, timeout=10)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

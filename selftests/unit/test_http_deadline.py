@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,8 +15,8 @@ from selftests.unit.loopback import api_client
 BODY = b'{"object": "list", "data": []}' + b" " * 70
 
 
-def _trickle_server(phase: str):
-    """A loopback server answering one byte a second, in the headers or in the body."""
+def _loopback_server(answer: Callable[[socket.socket, threading.Event], None]):
+    """A loopback server that reads each request, then answers it with `answer(conn, stop)`."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -30,20 +31,28 @@ def _trickle_server(phase: str):
                 continue
             with conn:
                 conn.recv(65536)
-                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
-                slow, fast = (head.encode() + BODY, b"") if phase == "headers" else (BODY, head.encode())
-                conn.sendall(fast)
-                for byte in slow:
-                    if stop.wait(1.0):
-                        break
-                    try:
-                        conn.sendall(bytes([byte]))
-                    except OSError:
-                        break
+                answer(conn, stop)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    threading.Thread(target=serve, daemon=True).start()
     return listener.getsockname()[1], stop
+
+
+def _trickle_server(phase: str):
+    """A loopback server answering one byte a second, in the headers or in the body."""
+
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
+        slow, fast = (head.encode() + BODY, b"") if phase == "headers" else (BODY, head.encode())
+        conn.sendall(fast)
+        for byte in slow:
+            if stop.wait(1.0):
+                break
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                break
+
+    return _loopback_server(answer)
 
 
 @pytest.mark.parametrize("phase", ["headers", "body"])
@@ -83,3 +92,42 @@ def test_a_prompt_server_still_answers():
         client.close()
         server.shutdown()
     assert (first.status, first.text, second.status) == (200, "{}", 200)
+
+
+def _silent_after_headers():
+    """A loopback server that answers a stream's headers at once, then says nothing (a stuck engine)."""
+
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+        stop.wait(10)
+
+    return _loopback_server(answer)
+
+
+def test_the_limit_that_fired_is_the_one_named():
+    """Headers, then silence: the read timeout (1 s here) ends it, not the 5 s total; say which."""
+    port, stop = _silent_after_headers()
+    client = api_client(port, request_timeout=5, read_timeout=1)
+    try:
+        with pytest.raises(ServiceError) as caught:
+            client.stream(model="m", messages=[])
+    finally:
+        stop.set()
+        client.close()
+    message = str(caught.value)
+    assert "nothing for 1 s (service.read_timeout)" in message, message
+    assert "HTTP 200" in message and "within 5 s" not in message, message
+    assert caught.value.hint_ids == ("service-timeout",)
+
+
+def test_the_total_bound_is_named_when_it_fires():
+    port, stop = _trickle_server("body")
+    client = api_client(port, request_timeout=2.5, read_timeout=1.5)  # a byte a second: never 1.5 s silent
+    try:
+        with pytest.raises(ServiceError) as caught:
+            client.get("/v1/models")
+    finally:
+        stop.set()
+        client.close()
+    assert "no complete answer within 2.5 s (service.request_timeout)" in str(caught.value), str(caught.value)

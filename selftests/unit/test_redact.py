@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import signal
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
-from gb10check import redact
+from gb10check import compose_fallback, diagnosis, probes, redact, secret_rules
 from gb10check.errors import ParseError, excerpt
+from gb10check.hints import Catalogue
+from gb10check.snapshot import Snapshot
+from gb10check.transport import CommandResult
 from gb10check.verdict import CheckFailed, Evidence
+from selftests import adversarial
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +41,11 @@ def _clean():
         ("curl -H 'x' token hf_abcdefghijklmnop", "curl -H 'x' token ***"),
         ("pasted hf_abcdefghijklmnop in a comment", "pasted *** in a comment"),
         ("OPENAI=sk-abcdefghijklmnopqrst", "OPENAI=***"),
+        # a password spoken in a node's log line (issue 17, item 4)
+        ("[ 12.3] login: password hunter2 accepted", "[ 12.3] login: password *** accepted"),
+        ("password: s3cr3t", "password: ***"),
+        ("the password is Tr0ub4dor&3", "the password is ***"),
+        ("passphrase CorrectHorse", "passphrase ***"),
     ],
 )
 def test_secrets_are_masked(text, shown):
@@ -50,6 +64,7 @@ def test_secrets_are_masked(text, shown):
         "the key: is not known",
         "NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0",
         "key 'nodes[0].hots' is not known (misspelt?)",
+        "sudo: a password is required",  # prose: a lowercase word after `password`
     ],
 )
 def test_ordinary_text_is_left_alone(text):
@@ -78,3 +93,234 @@ def test_every_error_excerpt_and_found_value_passes_the_step():
     with pytest.raises(CheckFailed) as failed:
         ev.expect(False, what="env", expected="HF_TOKEN set", found="HF_TOKEN=hf_abcdefghijkl")
     assert "hf_abcdefghijkl" not in str(failed.value) and ev.items[0].found == "HF_TOKEN=***"
+
+
+# -- linear, whatever a node prints (issue 17, item 1) ------------------------------------------------
+# A generous bound for a busy two-core machine, about 20x the time on an idle one (1.4 s for 10 MB of
+# the issue's run, 2 s for 1 MB of keyword-dense text); the quadratic masking took 33 s on 40 kB, and
+# would take days on 10 MB.
+BUDGET_10MB = 30.0
+BUDGET_1MB_DENSE = 40.0
+
+
+def _timed(function, *args):
+    start = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("mask", [redact.redact, redact.redact_known], ids=["redact", "redact_known"])
+def test_ten_megabytes_of_one_name_run_are_masked_in_linear_time(mask):
+    text = adversarial.run_of_name_characters(10_000_000)
+    out, seconds = _timed(mask, text)
+    assert out == text  # no secret in it
+    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 10 MB"
+
+
+def test_a_10mb_value_of_a_secret_name_is_masked_whole_in_linear_time():
+    text = "HF_TOKEN=" + adversarial.run_of_name_characters(10_000_000) + " next"
+    out, seconds = _timed(redact.redact, text)
+    assert out == "HF_TOKEN=*** next"
+    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 10 MB"
+
+
+@pytest.mark.parametrize("mask", [redact.redact, redact.redact_known], ids=["redact", "redact_known"])
+def test_keyword_dense_text_is_masked_in_linear_time(mask):
+    text = adversarial.keyword_dense(1_000_000)
+    _, seconds = _timed(mask, text)
+    assert seconds < BUDGET_1MB_DENSE, f"{seconds:.1f} s for 1 MB"
+
+
+def _patterns():
+    own = {name: getattr(redact, name) for name in ("_ASSIGNED", "_OPTION", "_SPOKEN", "_BEARER", "_SHAPED")}
+    rules = {rule.id: (rule.pattern, rule.keywords) for rule in secret_rules.load()}
+    return {**{k: (p, ("key", "token", "password", "bearer", "hf_", "sk-")) for k, p in own.items()}, **rules}
+
+
+PATTERNS = _patterns()
+PATTERN_BUDGET = 10.0  # for all the texts of one pattern: each takes a few ms; a quadratic one, minutes
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_every_masking_pattern_is_linear_on_long_adversarial_text(name):
+    """Each pattern of the masking, the catalogue's rules included, on 64 kB (a window) of the inputs
+    that make it work hardest: its own literals and keywords over and over, and long runs."""
+    pattern, keywords = PATTERNS[name]
+    slowest, worst = 0.0, ""
+    for what, text in adversarial.texts_for(pattern.pattern, keywords, redact.WINDOW).items():
+        _, seconds = _timed(lambda t: sum(1 for _ in pattern.finditer(t)), text)
+        if seconds > slowest:
+            slowest, worst = seconds, what
+    assert slowest < PATTERN_BUDGET / 10, f"{name}: {slowest:.2f} s on {worst}"
+
+
+class _Alarm(Exception):
+    pass
+
+
+@pytest.mark.parametrize("where", ["main thread", "worker thread"])
+def test_an_interrupt_waits_well_under_a_second_while_10mb_are_masked(where):
+    """A signal's handler runs in the main thread between bytecodes: no regex call of the masking may
+    hold the GIL long, whether the masking runs in the main thread or in a snapshot's worker thread."""
+    text = adversarial.run_of_name_characters(10_000_000)
+    fired: list[float] = []
+
+    def on_alarm(signum, frame):
+        fired.append(time.perf_counter())
+        raise _Alarm
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(_Alarm):
+            if where == "main thread":
+                while True:
+                    redact.redact(text)
+            else:
+                worker = threading.Thread(target=lambda: [redact.redact(text) for _ in range(20)], daemon=True)
+                worker.start()
+                worker.join()
+        raised = time.perf_counter()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert fired and raised - fired[0] < 1.0
+
+
+def test_a_line_longer_than_a_window_is_masked_across_its_cuts():
+    run = adversarial.run_of_name_characters(3 * redact.WINDOW)
+    key = "AKIAIOSFODNN7EXAMPLZ"
+    for at in (redact.WINDOW - 10, redact.WINDOW - redact.OVERLAP - 5, 2 * redact.WINDOW - redact.OVERLAP - 3):
+        text = f"{run[:at]} {key} {run[at:]}"
+        assert key not in redact.redact(text) and key not in redact.redact_known(text), at
+
+
+# -- shapes the masking did not know (issue 17, item 4) ----------------------------------------------
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n" * 3
+PEM += "-----END RSA PRIVATE KEY-----"
+SHAPES = {
+    "AWS access key id": ("aws key AKIAIOSFODNN7EXAMPLZ in use", "AKIAIOSFODNN7EXAMPLZ"),
+    "credentials in a URL": ("pulling https://deploy:Pl4nted-Pass@registry.example:5000/v2/", "Pl4nted-Pass"),
+    "JWT": (f"authorization header {JWT} accepted", JWT),
+    "Slack bot token": ("notify xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-1234567890"),
+    "GitHub token": ("git clone with ghp_0123456789abcdefghijABCDEFGHIJ012345 ok", "ghp_0123456789abcdefghij"),
+    "GitLab token": ("CI uses glpat-AbCdEfGhIjKlMnOpQrSt here", "glpat-AbCdEfGhIjKlMnOpQrSt"),
+    "private key": (f"key file:\n{PEM}\ndone", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
+    "private key cut short": (PEM[:200], "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_shaped_secrets_are_masked_by_both_passes(shape):
+    text, secret = SHAPES[shape]
+    assert secret not in redact.redact(text)
+    assert secret not in redact.redact_known(text)  # a shape is a secret wherever it stands
+
+
+def test_the_catalogue_is_translated_from_re2_to_python():
+    assert secret_rules.to_python(r"\b(p8e-(?i)[a-z0-9]{32})(?:x|$)") == r"\b(p8e-(?i:[a-z0-9]{32}))(?:x|$)"
+    assert secret_rules.to_python(r"\b(pat[[:alnum:]]{14})\b") == r"\b(pat[A-Za-z0-9]{14})\b"
+    assert secret_rules.to_python(r"(?:[^\w-]|\z)") == r"(?:[^\w-]|\Z)"
+    assert secret_rules.to_python(r"(?i)xoxe-\d") == r"(?i)xoxe-\d"  # a leading flag stays global
+    with pytest.raises(ValueError, match="alternative"):
+        secret_rules.to_python(r"(a(?i)b|c)")
+    sources = {rule.source for rule in secret_rules.load()}
+    assert sources == {"gitleaks", "detect-secrets"} and len(secret_rules.load()) > 100
+
+
+# -- the suite's own identifiers and words (issue 17, items 5 and 10) ------------------------------
+def test_a_value_equal_to_an_identifier_is_never_registered_nor_masked():
+    redact.register_assigned('X_TOKEN="thinkstationpgx-30"\nY_TOKEN=pgx-30-secret-value\n')  # before: dropped
+    redact.protect(["thinkstationpgx-30", "thinkstationpgx-32", "enp1s0f0np0", "node-unreachable"])
+    redact.register(["thinkstationpgx-32", "enp1s0f0", "node-unreachable"])  # after: refused
+    text = "X_TOKEN=thinkstationpgx-30 on thinkstationpgx-30, rail enp1s0f0np0, [node-unreachable] thinkstationpgx-32"
+    assert redact.redact(text) == text
+    assert redact.redact_known(text) == text
+    assert redact.redact("Y_TOKEN=pgx-30-secret-value; later pgx-30-secret-value") == "Y_TOKEN=***; later ***"
+
+
+def test_a_shape_inside_an_identifier_is_shown_and_one_beyond_it_masked():
+    redact.protect(["sk-node-0123456789"])
+    assert redact.redact_known("node sk-node-0123456789 down") == "node sk-node-0123456789 down"
+    assert redact.redact_known("key sk-node-0123456789abcdef") == "key ***"
+
+
+def _constants(path):
+    """The string constants of a module (f-strings' literal parts included), but docstrings and patterns."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skipped.add(id(body[0].value))  # a docstring
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("compile", "search", "match", "sub"):
+            skipped |= {id(n) for arg in node.args[:1] for n in ast.walk(arg)}  # a regex, never shown
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            yield node.lineno, node.value
+
+
+def test_the_suites_own_words_pass_the_last_line_of_defence_unchanged():
+    """Every message, hint and report text the suite writes passes `redact_known` (errors, checks,
+    reports) as it was written: no word of the suite is a token's shape, or one of its names."""
+    redact.protect(read.name for read in probes.SNAPSHOT_READS)  # as the plugin does (fixtures/cluster.py)
+    root = Path(__file__).resolve().parents[2]
+    files = [
+        p
+        for d in ("gb10check", "fixtures", "tests_preflight", "tests_network", "tests_service")
+        for p in (root / d).rglob("*.py")
+    ]
+    changed = [
+        f"{path.relative_to(root)}:{line}: {text!r} -> {redact.redact_known(text)!r}"
+        for path in files
+        for line, text in _constants(path)
+        if redact.redact_known(text) != text
+    ]
+    catalogue = Catalogue.load()
+    for hint in (catalogue[hint_id] for hint_id in sorted(catalogue.ids)):
+        changed += [
+            f"hints.toml [{hint.id}]: {t!r}"
+            for t in (hint.title, hint.cause, hint.fix, *hint.commands)
+            if redact.redact_known(t) != t
+        ]
+    assert changed == []
+
+
+def test_a_dotenv_error_reads_as_the_suite_wrote_it_and_masks_what_it_quotes():
+    with pytest.raises(ParseError) as bad:
+        compose_fallback.parse_dotenv("HF_TOKEN=hf_PlantedInDotEnv0123\nLONELY\nAWS=AKIAIOSFODNN7EXAMPLZ\n", ".env")
+    message = str(bad.value)
+    assert "line 2 is not KEY=VALUE: 'LONELY'" in message, message
+    assert "hf_PlantedInDotEnv0123" not in message and "AKIAIOSFODNN7EXAMPLZ" not in message, message
+    assert "HF_TOKEN=***" in message
+
+
+def test_a_flood_of_secret_assignments_registers_a_bounded_number_of_values():
+    """Every registered value is looked for in every later text: a node that prints 20,000 distinct
+    `API_KEY=...` lines must not make each message cost 20,000 searches, nor crowd out the values of
+    the outputs read after it (its own lines are masked where they stand, with their name)."""
+    redact.register_assigned("".join(f"API_KEY=flooded-value-{i:06d}\n" for i in range(20_000)))
+    redact.register_assigned("HF_TOKEN=read-after-the-flood\n")
+    assert len(redact._literals) <= redact.MAX_HARVESTED + 1
+    text = adversarial.fill("flooded-value-019999 read-after-the-flood API_KEY=flooded-value-019998 ", 1_000_000)
+    out, seconds = _timed(redact.redact, text)
+    assert "read-after-the-flood" not in out and "flooded-value-019998" not in out
+    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 1 MB"
+
+
+def test_a_log_line_a_diagnosis_quotes_is_masked_before_any_check_cuts_it():
+    """A check shows `finding.line[:200]`: a token cut there no longer has its shape, so the line is
+    masked where the diagnosis takes it from the log, whole."""
+    inspect = '[{"Name": "/vllm", "State": {"Status": "running", "Running": true}, "Config": {"Image": "x"}}]'
+    line = "CUDA out of memory: " + "x" * 172 + " AKIAIOSFODNN7EXAMPLZ"
+    results = {
+        probes.CONTAINER.name: CommandResult("docker container inspect vllm", 0, inspect, "", 0.1, False),
+        probes.DOCKER_LOGS.name: CommandResult("docker logs", 0, f"2025-01-01T00:00:00Z {line}\n", "", 0.1, False),
+    }
+    findings = diagnosis.log_findings({"n": Snapshot("n", results)}, Catalogue.load())
+    assert [f.hint for f in findings] == ["kv-cache-oom"]
+    assert "AKIA" not in findings[0].line[:200] and findings[0].line.endswith(" ***")

@@ -185,3 +185,32 @@ def test_nccl_transport_and_version_lines():
 def test_a_log_without_docker_timestamps_is_a_parse_error(text):
     with pytest.raises(ParseError, match="RFC 3339"):
         parse_docker_log(text)
+
+
+GRAPH_LINES = [
+    tuple(line.split("\t", 1))
+    for line in (DATA / "commands" / "vllm.graph_mode_lines.from_source.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+]
+
+
+@pytest.mark.parametrize(("mode", "line"), GRAPH_LINES, ids=[f"{i}-{m}" for i, (m, _) in enumerate(GRAPH_LINES)])
+def test_the_graph_mode_is_read_from_every_line_vllm_says_it_in(mode, line):
+    """Not the config dump alone (rank 0's engine logs it; a headless follower does not): the
+    overrides every process logs, each worker's own resolution, eager mode, a capture."""
+    assert graph_mode(parse_docker_log(_docker([line]))) == mode
+
+
+def test_the_last_word_on_the_graph_mode_is_the_one_in_force():
+    dump, worker, override = (
+        (line for mode, line in GRAPH_LINES if mode == "FULL_DECODE_ONLY" and "config" in line),
+        [line for _, line in GRAPH_LINES if "setting cudagraph_mode=NONE" in line],
+        [line for _, line in GRAPH_LINES if "0.Overriding to NONE" in line],
+    )
+    # the dump says what was asked; a worker that cannot capture full graphs resolves it afterwards
+    assert graph_mode(parse_docker_log(_docker([next(dump), *worker]))) == "NONE"
+    # vLLM 0.12.0 with -cc.mode=0: "Cudagraph mode FULL_DECODE_ONLY is ..." is an override to NONE, not a use
+    assert graph_mode(parse_docker_log(_docker(override))) == "NONE"
+    captured = [line for mode, line in GRAPH_LINES if mode.startswith("captured")]
+    assert graph_mode(parse_docker_log(_docker([*captured, *override]))) == "NONE"
+    assert graph_mode(parse_docker_log(_docker(["(APIServer pid=1) INFO:     Application startup complete."]))) is None

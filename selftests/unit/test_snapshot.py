@@ -63,3 +63,75 @@ def test_a_cut_short_script_marks_the_missing_probes_timed_out():
     res = split_output(out, probes, boundary, 1.0)
     assert res["a"].ok and res["a"].stdout == "x\n"
     assert res["b"].timed_out and res["b"].rc is None and res["b"].stdout == "partial"
+
+
+def test_a_flooding_probe_is_cut_on_the_node_and_costs_only_itself(tmp_path):
+    """A tool that prints forever stops at the file limit (EFBIG, no core dump), a 20 MiB output is sent as
+    its head and tail with its size; the probes beside them answer as ever, and the node keeps no copy."""
+    import pytest
+
+    from gb10check.errors import OutputCut
+    from gb10check.snapshot import PROBE_FILE_LIMIT, PROBE_KEEP, Snapshot
+
+    size = 20 * 1024 * 1024
+    probes = (
+        Probe("forever", "yes gb10check-flood", timeout=20),
+        Probe("big", f"head -c {size} /dev/zero | tr '\\0' x; echo the-end"),
+        Probe("noisy", f"head -c {size} /dev/zero | tr '\\0' e >&2; echo 42"),
+        Probe("small", "id -un"),
+    )
+    res = _run(probes, timeout=20)
+    assert res["small"].ok and res["small"].stdout.strip() and res["small"].cut == ()
+    assert res["forever"].cut == (("stdout", PROBE_FILE_LIMIT),) and not res["forever"].timed_out
+    assert res["big"].cut == (("stdout", size + len("the-end\n")),)
+    assert res["big"].stdout.startswith("x" * 1000) and res["big"].stdout.endswith("x" * 1000 + "the-end\n")
+    assert f"\n[gb10check: output cut here; the probe printed {size + 8} bytes]\n" in res["big"].stdout
+    assert len(res["big"].stdout) < PROBE_KEEP + 100
+    assert res["noisy"].stdout == "42\n" and res["noisy"].cut == (("stderr", size),)
+
+    snap = Snapshot("node-a", res)
+    with pytest.raises(
+        OutputCut,
+        match=r"node-a: `yes gb10check-flood` printed more than 64 MiB on stdout \(the node stopped it there\)",
+    ):
+        snap.ran("forever")
+    with pytest.raises(OutputCut, match=r"printed 20\.0 MiB on stdout \(20971528 bytes\): output cut to its first"):
+        snap.ran("big")
+    assert snap.ran("noisy").stdout == "42\n"  # stderr cut, stdout whole: what a parser reads is there
+
+
+def test_the_kernel_log_is_streamed_and_a_failed_dmesg_is_no_empty_log(tmp_path):
+    from types import SimpleNamespace
+
+    from gb10check import probes
+    from gb10check.parsers.kernel_log import parse_kernel_log
+
+    dmesg = tmp_path / "dmesg"
+    dmesg.write_text(
+        "#!/bin/sh\n"
+        "[ -n \"$FAIL\" ] && { echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1; }\n"
+        "echo '[    1.0] Linux version 6.11'; echo '[    2.0] mlx5_core 0000:01:00.0 enp1s0f0np0: Link up'\n"
+    )
+    dmesg.chmod(0o755)
+    command = probes.KERNEL_LOG.command(SimpleNamespace(node=SimpleNamespace(sudo=False)))  # type: ignore[arg-type]
+    env = f"PATH={tmp_path}:$PATH"
+    res = _run((Probe("ok", f"export {env}; {command}"), Probe("fails", f"export {env} FAIL=1; {command}")))
+    log = parse_kernel_log(res["ok"].stdout)
+    assert res["ok"].rc == 0 and log.lines == 2 and [e.what for e in log.events] == ["up"]
+    assert res["fails"].rc == 1 and "kernel log lines" not in res["fails"].stdout
+    assert "Operation not permitted" in res["fails"].stderr
+
+
+def test_large_outputs_are_split_whole():
+    """Tens of MB of output (the frames of 35 probes, two of 16 MiB) split back, each frame whole
+    (split_output walks the markers once; bench_bad_day.py times it)."""
+    boundary = new_boundary()
+    probes = tuple(Probe(f"p{i}", "x") for i in range(35))
+    big = "x" * 60 + "\n"
+    text = "".join(
+        f"{boundary} begin {p.name}\n{big * 275_000 if i in (3, 20) else 'small'}\n{boundary} stderr {p.name}\n"
+        f"\n{boundary} end {p.name} 0\n"
+        for i, p in enumerate(probes)
+    )
+    res = split_output(text, probes, boundary, 1.0)
+    assert [r.stdout for r in res.values()].count("small") == 33 and res["p3"].stdout == big * 275_000
