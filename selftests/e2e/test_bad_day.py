@@ -20,7 +20,6 @@ from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
-R0 = "thinkstationpgx-30"
 PAIR = f"{R0}-{R1}"
 
 
