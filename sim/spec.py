@@ -104,7 +104,8 @@ class RdmaPort(_Spec):
     rate: str = "200 Gb/sec (2X NDR)"  # what sysfs `rate` says the port negotiated
     extra_addresses: list[str] = []  # addresses the netdev got before the link's: they shift its GIDs
     bw_gbps: float = Field(109.0, ge=0)  # what ib_write_bw measures from this end (the field report's 109)
-    bw_failure: Literal["retry-exceeded"] | None = None  # the run fails with completion errors instead
+    # the run fails with completion errors instead, of this status (12, 13, 10, 11 in libibverbs' numbers)
+    bw_failure: Literal["retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-operation"] | None = None
 
 
 class Node(_Spec):

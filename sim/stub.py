@@ -320,10 +320,18 @@ NO_LISTEN = "Couldn't listen to port {port}\n" + NO_SOCKET
 STARS = "************************************"
 BANNER = f"\n{STARS}\n* Waiting for client to connect... *\n{STARS}\n"
 RTR = "Failed to modify QP 1001 to RTR\n Unable to Connect the HCA's through the link\n"
+# the scenario's bw_failure -> the work-completion status the client reports (libibverbs' number and text)
+WC_FAILURE = {
+    "retry-exceeded": (12, "transport retry counter exceeded"),
+    "rnr-retry-exceeded": (13, "RNR retry counter exceeded"),
+    "remote-access": (10, "remote access error"),
+    "remote-operation": (11, "remote operation error"),
+}
+# NOTIFY_COMP_ERROR_SEND as each perftest prints it: the status's number, or (26.01 on) its text and number
 COMPLETION_ERROR = {
-    "24.01": " Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n",
-    "26.04": " Completion with error at client\n Failed status-transport retry counter exceeded (12): wr_id 0 "
-    "syndrom 0x81\n scnt=128, ccnt=0\n",
+    "24.01": " Completion with error at client\n Failed status {code}: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n",
+    "26.04": " Completion with error at client\n Failed status-{text} ({code}): wr_id 0 syndrom 0x81\n"
+    " scnt=128, ccnt=0\n",
 }
 
 
@@ -454,9 +462,10 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         if not ok or answer[:1] != ["1"]:
             return out, RTR, 1
         out += _perf_addresses(dev, o["gid"], answer[1])
-        if me.get("failure") == "retry-exceeded":
+        if me.get("failure") in WC_FAILURE:
+            code, text = WC_FAILURE[me["failure"]]
             time.sleep(min(o["seconds"], 0.5))
-            return out, COMPLETION_ERROR[perf["version"]], 1
+            return out, COMPLETION_ERROR[perf["version"]].format(code=code, text=text), 1
         time.sleep(o["seconds"])
         peer.write("done\n")
         peer.flush()
