@@ -35,10 +35,11 @@ def test_qsfp_netdev_up_with_its_address(link_on_node, cluster, inventory, evide
         what=f"{link.netdev} administrative state",
         expected="UP",
         found="UP" if dev.admin_up else f"DOWN here, on {node}",
+        context={"netdev_down": [link.netdev]},  # the hint's `ip link set ... up`: this netdev, here
     )
     if not dev.carrier:
         peers = [n for n in link.addresses if n != node]
-        ends = []
+        ends, down = [], []
         for peer in peers:
             try:
                 other = _netdevs(cluster, peer).get(link.netdev)
@@ -46,12 +47,15 @@ def test_qsfp_netdev_up_with_its_address(link_on_node, cluster, inventory, evide
                 ends.append(f"{peer}: cannot be asked (see its own checks)")
                 continue
             ends.append(f"{peer}: " + ("absent" if other is None else "UP" if other.admin_up else "admin DOWN"))
+            down += [peer] if other is not None and not other.admin_up else []
         evidence.expect(
             False,
             what=f"{link.netdev} carrier",
             expected="the cable and the other end up",
             found=f"no carrier; other end {'; '.join(ends)}",
             detail="a port down on one end shows no carrier on the other: fix the end that is DOWN, else the cable",
+            # the fix is on the other end when it is DOWN (never `ip link set up` on this end, which is up)
+            context={"node": down[0], "netdev_down": [link.netdev]} if down else None,
         )
     expected = link.addresses[node]
     found = ", ".join(dev.addresses) or "no IPv4 address"

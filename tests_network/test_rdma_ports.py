@@ -41,7 +41,7 @@ def _port_of(link_on_node, cluster, evidence):
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_rdma_port_active(link_on_node, cluster, evidence):
+def test_rdma_port_active(link_on_node, cluster, down_here, evidence):
     link = link_on_node.link
     port = _port_of(link_on_node, cluster, evidence)
     evidence.expect(
@@ -62,6 +62,7 @@ def test_rdma_port_active(link_on_node, cluster, evidence):
         what=f"{link.rdma_device} port 1 state / phys_state",
         expected="4: ACTIVE / 5: LinkUp",
         found=f"{port.state or '?'} / {port.phys_state or '?'}",
+        context=None if port.active and port.link_up else down_here(link_on_node.node, link.netdev),
     )
 
 

@@ -45,4 +45,5 @@ def test_peer_answers_full_frames(peer_on_link, cluster, inventory, evidence):
         ),
         detail="; ".join(result.messages),
         hints=hints,
+        context={"ping_size": str(result.size)} if result.size is not None else None,
     )

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_roce_link_up(link_on_node, cluster, evidence):
+def test_roce_link_up(link_on_node, cluster, down_here, evidence):
     link = link_on_node.link
     ports = cluster.snapshot(link_on_node.node).fact(probes.IBDEV2NETDEV)
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
@@ -34,4 +34,5 @@ def test_roce_link_up(link_on_node, cluster, evidence):
         expected="Up",
         found=port.state,
         detail=f"ibdev2netdev lists {listed}",
+        context=None if port.up else down_here(link_on_node.node, link.netdev),
     )

@@ -26,6 +26,7 @@ def test_netplan_configures_qsfp(node, inventory, evidence):
         found=f"nothing for {', '.join(missing)} in {', '.join(f.path for f in files) or 'no files'}"
         if missing
         else ", ".join(sorted({f.path for f in configured.values()})),
+        context={"netdev": missing},
     )
 
 

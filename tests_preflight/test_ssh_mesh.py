@@ -25,10 +25,12 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
         pytest.skip("the inventory lists no QSFP links to log in over")
     rank0 = inventory.api_node.name
     snap = cluster.snapshot(rank0)
-    failed, unreachable = [], True
+    failed, failed_ips, unreachable = [], [], True
     for link in inventory.links:
         ip = link.ip(peer)
         res = snap.raw(ssh_login(peer, link, inventory.ssh.connect_timeout))
+        if res.timed_out or res.rc != 0:
+            failed_ips.append(ip)
         if res.timed_out:
             failed.append(f"{link.netdev} {ip}: no answer within {res.duration:.0f} s")
         elif res.rc != 0:
@@ -41,4 +43,5 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
         expected="login on every QSFP address",
         found="; ".join(failed) or f"logged in over {len(inventory.links)} address(es)",
         hints=("roce-link-down",) if failed and unreachable else (),
+        context={"node_qsfp_ips": failed_ips},  # the hint's ssh lines: the addresses that failed, only those
     )
