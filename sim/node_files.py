@@ -375,9 +375,10 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
         for i, (netdev, link) in enumerate(links)
         if netdev not in spec.netplan.omit
     }
-    path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
-    path.write_text(deploy.render_netplan(plan))
-    path.chmod(int(spec.netplan.mode, 8))
+    if not spec.netplan.absent:
+        path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
+        path.write_text(deploy.render_netplan(plan))
+        path.chmod(int(spec.netplan.mode, 8))
     # the node's own logind.conf (Ubuntu's, all defaults), so the machine's own never shows through
     for etc_path, text in {LOGIND_CONF: UBUNTU_LOGIND, **spec.etc_files}.items():
         deploy.place(fs, etc_path).write_text(text)

@@ -86,6 +86,7 @@ class Ufw(_Spec):
 class Netplan(_Spec):
     mode: str = Field("600", pattern=r"^[0-7]{3,4}$")
     omit: list[str] = []
+    absent: bool = False  # no QSFP netplan file at all (/etc/netplan empty)
 
 
 class Hf(_Spec):
