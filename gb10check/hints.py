@@ -16,7 +16,8 @@ from gb10check.textfile import read_text
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HAND_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
-_SAYS_WHERE = re.compile(r"#\s*on\b")  # a command that names where it runs (`# on rank 0`)
+# a command that names where it runs (`# on rank 0`, `# where gb10check runs`): never labelled with a node
+_SAYS_WHERE = re.compile(r"#\s*(on|where)\b")
 _FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
 
 
@@ -36,7 +37,8 @@ class Hint:
     def render(self, contexts: Sequence[Context] = ()) -> str:
         """Title, cause, fix and the commands filled for each failure's context: each line once, with
         the nodes of the failures it came from (`# on n1, n2`) unless the command says itself where it
-        runs (`# on rank 0`). A failure gives only the lines of its own items (gb10check/hint_context.py)."""
+        runs (`# on rank 0`, `# where gb10check runs`). A failure gives only the lines of its own items
+        (gb10check/hint_context.py)."""
         lines = [f"[{self.id}] {self.title}", f"  cause: {self.cause}", f"  fix:   {self.fix}"]
         for template in self.commands:
             by_line: dict[str, list[str]] = {}

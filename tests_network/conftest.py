@@ -1,27 +1,34 @@
 """What the network checks share: whether a test may load the links while the service runs, and
-what a port found down tells the hint."""
+what a port found down tells the hint (the other end's node, when it cannot be asked)."""
 
 import pytest
 
 from fixtures.cluster import SETTINGS
 from gb10check import facts, probes
 from gb10check.errors import GB10Error
+from gb10check.node import follows_from
 
 
 @pytest.fixture(scope="session")
-def down_here(cluster):
-    """`down_here(node, netdev)`: roce-link-down's fields for a port found down on `node`: its netdev
-    when the node has it administratively DOWN (then `ip link set ... up` is the fix, here); else none
-    (the other end or the cable: the interface check tells which)."""
+def link_down_advice(cluster):
+    """`link_down_advice(node, link)`: what a port of `link` found down on `node` tells its hint, as
+    evidence.expect's `hints`, `context` and a `detail` to add. When the other end's node cannot be
+    asked, the finding follows from that node (node-unreachable, its commands for that node), never
+    the check's own advice; else roce-link-down, with `ip link set ... up` only when this node has the
+    netdev administratively DOWN (else the other end or the cable: the interface check tells which)."""
 
-    def fields(node, netdev):
+    def advice(node, link):
+        gone = cluster.unreachable(n for n in link.addresses if n != node)
+        if gone:
+            return {"hints": ("node-unreachable",), "context": {"node": gone[0]}, "detail": follows_from(gone)}
         try:
-            dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(netdev)
+            dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(link.netdev)
         except GB10Error:  # not knowing gives no command, never a command for the wrong end
-            return None
-        return {"netdev_down": [netdev]} if dev is not None and not dev.admin_up else None
+            dev = None
+        down = dev is not None and not dev.admin_up
+        return {"hints": ("roce-link-down",), "context": {"netdev_down": [link.netdev]} if down else None}
 
-    return fields
+    return advice
 
 
 @pytest.fixture(scope="session")

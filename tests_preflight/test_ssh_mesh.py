@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from gb10check.node import follows_from
 from gb10check.probes import ssh_login
 
 pytestmark = pytest.mark.preflight
@@ -37,11 +38,14 @@ def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
             said = _last_line(res.stderr) or _last_line(res.stdout) or "(nothing printed)"
             failed.append(f"{link.netdev} {ip}: exit {res.rc}: {said}")
             unreachable = unreachable and bool(_NO_PATH.search(res.stderr))
+    gone = cluster.unreachable([peer]) if failed else []
     evidence.expect(
         not failed,
         what=f"ssh from {rank0} to {peer} (BatchMode, no password)",
         expected="login on every QSFP address",
         found="; ".join(failed) or f"logged in over {len(inventory.links)} address(es)",
-        hints=("roce-link-down",) if failed and unreachable else (),
+        detail=follows_from(gone) if gone else "",
+        # the peer cannot be asked at all: the logins follow from it, not from its keys or the link
+        hints=("node-unreachable",) if gone else ("roce-link-down",) if failed and unreachable else (),
         context={"node_qsfp_ips": failed_ips},  # the hint's ssh lines: the addresses that failed, only those
     )

@@ -62,3 +62,20 @@ def test_link_down_advice_is_the_down_end_once_in_the_section_and_each_cell(tmp_
 
 def _commands(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("$ ")]
+
+
+def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
+    """node-down: rank 0's dark ports, its carrier and NCCL's socket netdev (named right) follow from rank 1
+    being off, and say so with rank 1's hint; never `set NCCL_SOCKET_IFNAME` to the value it already has."""
+    run = run_suite(tmp_path, "--sim", "node-down", "-m", "network", "-k", "not bandwidth")
+    ifname = f"tests_network/test_nccl_env.py::test_socket_interfaces_are_on_the_fabric[{R0}]"
+    on_rank0 = {tid: hints for tid, hints in run.failed().items() if f"[{R0}" in tid}
+    assert ifname in on_rank0 and len(on_rank0) == 7, run.out  # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check
+    rows = {r["test"]: r for r in run.summary["checks"]}
+    for tid, hints in on_rank0.items():
+        assert hints == {"node-unreachable"}, (tid, hints)
+        failed = [e for e in rows[tid]["evidence"] if not e["ok"]]
+        assert f"this follows from {R1}, which cannot be reached" in failed[-1]["detail"], failed
+        own = rows[tid]["troubleshooting"]["node-unreachable"]
+        assert f"# on {R1}" in own and f"# on {R0}" not in own, own  # rank 1's commands, for rank 1
+    assert "NCCL_SOCKET_IFNAME=" not in rows[ifname]["troubleshooting"].get("nccl-socket-ifname", ""), rows[ifname]

@@ -320,3 +320,15 @@ def test_a_failure_about_no_link_gets_no_list_of_every_link():
         for template in cat[hint_id].commands:
             if {"netdev", "qsfp_subnet", "node_qsfp_ips", "netdev_down", "ufw_port"} & set(fields_in(template)):
                 assert render_command(template, ctx) == [], (hint_id, template)
+
+
+def test_a_command_that_says_where_it_runs_gets_no_node_label():
+    """`ssh ... {ssh_target}` runs where gb10check runs, not on the node it cannot reach."""
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    text = Catalogue.load()["node-unreachable"].render([context_for(inv, "thinkstationpgx-32")])
+    assert _commands(text) == [
+        "$ ssh -o BatchMode=yes -o ConnectTimeout=5 -p 22 lenovo@thinkstationpgx-32 true   # where gb10check runs"
+    ]
