@@ -7,6 +7,7 @@ These models validate the merged scenario (after `base`); sim/ still reads the p
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -133,6 +134,9 @@ class Node(_Spec):
     ssh_key: bool = True
     compose_edits: list[tuple[str, str]] = []
     env: dict[str, str] = {}
+    # the language the node is installed in: variables its sshd sets for every session, as pam_env reads
+    # /etc/default/locale on Ubuntu (LANG, LANGUAGE, LC_*); its real tools then translate (sim/language.py)
+    login_env: dict[str, str] = {}
     docker: Docker = Docker()
     ufw: Ufw = Ufw()
     netplan: Netplan = Netplan()
@@ -142,6 +146,18 @@ class Node(_Spec):
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong
+
+    @field_validator("login_env")
+    @classmethod
+    def _locale_variables(cls, env: dict[str, str]) -> dict[str, str]:
+        wrong = [
+            k
+            for k, v in env.items()
+            if not re.fullmatch(r"LANG|LANGUAGE|LC_[A-Z]+", k) or not re.fullmatch(r"[\w.:@-]*", v)
+        ]
+        if wrong:
+            raise ValueError(f"login_env takes LANG, LANGUAGE and LC_* with locale names, not {wrong}")
+        return env
 
     @field_validator("etc_files")
     @classmethod

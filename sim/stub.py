@@ -250,6 +250,7 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     if words[:1] == ["stop"]:
         return _stop(d, [w for w in words[1:] if not w.startswith("-") and not w.isdigit()])
     if words[:1] == ["exec"]:
+        words = ["exec", *_without_options(words[1:], takes_value=("-e", "--env", "-u", "--user", "-w", "--workdir"))]
         c = _container(d, words[1])
         if not c or c.get("status", "running") != "running":
             return "", f"Error response from daemon: container {words[1]} is not running\n", 1
@@ -257,6 +258,19 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return _grep(d.get("image_files", {}), words[3:])
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+def _without_options(words: list[str], takes_value: tuple[str, ...]) -> list[str]:
+    """`docker exec`'s words from the container on: its options (and their values) left out."""
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+        elif word in takes_value:
+            skip = True
+        elif not word.startswith("-"):
+            return words[i:]
+    return []
 
 
 def _container(d: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -538,6 +552,49 @@ def all_gather_perf(state: dict[str, Any], args: list[str]) -> tuple[str, str, i
     return head + NCCL_TABLE_HEAD + row + tail, "", 0
 
 
+# -- ping in the node's language ----------------------------------------------------------------------
+# iputils' translations (po/zh_CN.po of github:iputils/iputils at 092d36fde0b9; an empty msgstr stays
+# English, as the rtt line does): Debian's iputils here is built without gettext, so the stub runs the
+# real ping in C and translates its lines as a gettext-enabled build prints them.
+PING_ZH_CN = (
+    (r"(\d+\(\d+\)) bytes of data\.$", r"\1 字节的数据。"),
+    (r"^(\d+) bytes from ([^:]+):", r"\1 字节，来自 \2:"),
+    (r" time=([\d.]+) ms", r" 时间=\1 毫秒"),
+    (r"^--- (\S+) ping statistics ---$", r"--- \1 ping 统计 ---"),
+    (r"^(\d+) packets transmitted, ", r"已发送 \1 个包， "),
+    (r"(?<=个包， )(\d+) received", r"已接收 \1 个包"),
+    (r", \+(\d+) errors", r", +\1 错误"),
+    (r", ([\d.]+)% packet loss", r", \1% 包丢失"),
+    (r", time (\d+)ms$", r", 耗时 \1 毫秒"),
+    (r"^From (\S+) icmp_seq=(\d+) Destination Host Unreachable$", r"来自 \1 icmp_seq=\2 目标主机不可达"),
+)
+
+
+def _message_languages(env: dict[str, str]) -> list[str]:
+    """The languages GNU gettext translates into: none when the locale in force is C (LC_ALL, else
+    LC_MESSAGES, else LANG; LANGUAGE is then ignored), else LANGUAGE's list or that locale's language."""
+    locale = env.get("LC_ALL") or env.get("LC_MESSAGES") or env.get("LANG") or "C"
+    if locale.split(".")[0] in ("C", "POSIX"):
+        return []
+    return [lang.split(".")[0] for lang in (env.get("LANGUAGE") or locale).split(":") if lang]
+
+
+def ping(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """The real ping (iputils), in the node's language when it is one iputils translates."""
+    import os
+    import re
+    import subprocess
+
+    proc = subprocess.run(["/usr/bin/ping", *args], capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    out = proc.stdout
+    if next(iter(_message_languages(dict(os.environ))), None) in ("zh_CN", "zh"):
+        for pattern, replacement in PING_ZH_CN:
+            out = re.sub(pattern, replacement, out, flags=re.M)
+    return out, proc.stderr, proc.returncode
+
+
+LANGUAGE_TOOLS = {"ping": ping}  # installed on a node whose login_env names a language (sim/language.py)
+
 TOOLS = {
     "all_gather_perf": all_gather_perf,
     "dmesg": dmesg,
@@ -560,7 +617,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(override.get("stdout", ""))
             sys.stderr.write(override.get("stderr", ""))
             return int(override.get("rc", 0))
-    out, err, rc = TOOLS[tool](state, args)
+    out, err, rc = {**TOOLS, **LANGUAGE_TOOLS}[tool](state, args)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc

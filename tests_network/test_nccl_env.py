@@ -16,6 +16,7 @@ from gb10check.nccl import ib_hca_selects, socket_ifname_matches
 from gb10check.parallel import map_parallel
 from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
 from gb10check.probes import NCCL_CONF
+from gb10check.transport import DOCKER_C_LOCALE
 
 pytestmark = pytest.mark.network
 
@@ -104,9 +105,10 @@ def _container_conf_command(deployment, environment, running):
     user_file = environment.get("NCCL_CONF_FILE") or "/root/.nccl.conf"
     files = f"{shlex.quote(user_file)} {NCCL_CONF}"
     if running:
-        return f"docker exec {shlex.quote(deployment.container)} grep -Hs = {files}"
+        return f"docker exec {DOCKER_C_LOCALE} {shlex.quote(deployment.container)} grep -Hs = {files}"
     return (
-        f"docker run --rm --pull never --network none --entrypoint grep {shlex.quote(deployment.image)} -Hs = {files}"
+        f"docker run --rm --pull never --network none {DOCKER_C_LOCALE} --entrypoint grep "
+        f"{shlex.quote(deployment.image)} -Hs = {files}"
     )
 
 
