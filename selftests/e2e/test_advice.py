@@ -77,5 +77,7 @@ def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
         failed = [e for e in rows[tid]["evidence"] if not e["ok"]]
         assert f"this follows from {R1}, which cannot be reached" in failed[-1]["detail"], failed
         own = rows[tid]["troubleshooting"]["node-unreachable"]
-        assert f"# on {R1}" in own and f"# on {R0}" not in own, own  # rank 1's commands, for rank 1
+        assert "@192.168.40.32 true   # where gb10check runs" in own, own  # the ssh to rank 1, not to rank 0
+    # each says it in one line; the hint's text once, in the troubleshooting section at the end
+    assert run.out.count("[node-unreachable] A node cannot be reached over SSH") == 1, run.out
     assert "NCCL_SOCKET_IFNAME=" not in rows[ifname]["troubleshooting"].get("nccl-socket-ifname", ""), rows[ifname]
