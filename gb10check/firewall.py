@@ -21,6 +21,7 @@ class Need:
     port: int | None  # None: every port (NCCL and Gloo pick theirs)
     interface: str | None
     allow_line: str  # the ufw command that grants it
+    subnet: str | None = None  # the QSFP subnet that command allows (None: the API port's)
 
 
 def needs_for(node: str, links: list[tuple[str, dict[str, str]]], api_port: int | None) -> list[Need]:
@@ -39,6 +40,7 @@ def needs_for(node: str, links: list[tuple[str, dict[str, str]]], api_port: int 
                     None,
                     netdev,
                     f"sudo ufw allow from {mine.network}",
+                    str(mine.network),
                 )
             )
     if api_port is not None:

@@ -3,8 +3,10 @@
 A command in the catalogue names fields in braces (`docker logs {container}`); rendering fills
 them from the inventory, the node the failure names and what the error carries, each value
 shell-quoted, so that every printed command is complete and safe to paste. A list-valued field
-(`sudo ufw allow from {qsfp_subnet}`) gives one line per value. A command whose field has no
-value here (the error did not say which file) is left out rather than printed half-filled.
+(`sudo ufw allow from {qsfp_subnet}`) gives one line per value, and holds the items the failure is
+about only (the failing link's, or what the failing check passed): never every link of the cluster.
+A command whose field has no value here (the error did not say which file, the check did not say
+which netdev is down) is left out rather than printed half-filled or for the wrong item.
 """
 
 from __future__ import annotations
@@ -38,18 +40,22 @@ FIELDS = {
     "hub_folder": "the model's hub folder in the HF cache",
     "model": "the model the service serves",
     "api_url": "the API's base URL",
-    "qsfp_subnet": "each QSFP link's subnet (a list)",
-    "netdev": "the QSFP netdevs (a list; the failing link's alone when the check names it)",
+    "qsfp_subnet": "the subnets of the QSFP links the failure is about (a list: the failing link's, or the check's)",
+    "netdev": "the QSFP netdevs the failure is about (a list: the failing link's, or the check's)",
+    "netdev_down": "the QSFP netdevs the failure found administratively down (a list, from the check)",
     "control_netdev": "the first QSFP netdev (the control plane's)",
     "rdma_devices": "the links' RDMA devices, comma-separated (as NCCL_IB_HCA takes them)",
     "node_qsfp_ip": "the node's address on the first QSFP link",
-    "node_qsfp_ips": "the node's addresses on every QSFP link (a list)",
+    "node_qsfp_ips": "the node's addresses on the QSFP links the failure is about (a list: the failing link's, or the "
+    "check's)",
     "rank0_qsfp_ip": "rank 0's address on the first QSFP link",
     "gid_index": "the GID index the inventory's first link uses",
     "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",
     "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
     "history_dir": "the --history folder of the run",
+    "ufw_port": "the TCP ports the failure found UFW dropping (a list, from the check)",
+    "ping_size": "the payload of the ping that failed, the netdev's MTU minus 28 (from the check)",
     "workload_user": "the user vLLM's processes run as (the compose's `user:`, from the failure)",
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",
@@ -98,17 +104,18 @@ def context_for(
     netdev: str | None = None,
     extra: Mapping[str, str | list[str]] | None = None,
 ) -> Context:
-    """The fields known for a failure on `node` (None: a check across the cluster)."""
+    """The fields known for a failure on `node` (None: a check across the cluster) about the link of
+    `netdev` (None: about no one link; the list fields are then only what `extra` gives)."""
     ctx: Context = {
         "connect_timeout": str(max(1, round(inventory.ssh.connect_timeout))),
         "known_hosts": inventory.ssh.known_hosts or "~/.ssh/known_hosts",
     }
     links = inventory.links
+    link = next((each for each in links if each.netdev == netdev), None)
+    if link is not None:  # the failure's own link: its items only, never every link's
+        ctx["qsfp_subnet"] = sorted({str(ipaddress.ip_interface(a).network) for a in link.addresses.values()})
+        ctx["netdev"] = [link.netdev]
     if links:
-        ctx["qsfp_subnet"] = sorted(
-            {str(ipaddress.ip_interface(a).network) for link in links for a in link.addresses.values()}
-        )
-        ctx["netdev"] = [netdev] if netdev else [link.netdev for link in links]
         ctx["control_netdev"] = links[0].netdev
         ctx["rdma_devices"] = ",".join(link.rdma_device for link in links)
         ctx["rank0_qsfp_ip"] = links[0].ip(inventory.api_node.name)
@@ -144,7 +151,8 @@ def context_for(
         }
         if links:
             ctx["node_qsfp_ip"] = links[0].ip(spec.name)
-            ctx["node_qsfp_ips"] = [link.ip(spec.name) for link in links]
+        if link is not None and spec.name in link.addresses:
+            ctx["node_qsfp_ips"] = [link.ip(spec.name)]
         reads = list(root_reads)
         if reads:
             ctx["sudoers_line"] = sudoers_line(user, reads)

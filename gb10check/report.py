@@ -34,6 +34,7 @@ class Row:
     link: str | None = None  # the QSFP netdev the check is about, when it is about one
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
+    troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text for this failure alone
 
 
 @dataclass

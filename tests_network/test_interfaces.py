@@ -7,6 +7,7 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import GB10Error
+from gb10check.node import follows_from
 from gb10check.parsers.netplan import link_local_ipv4
 
 pytestmark = pytest.mark.network
@@ -35,23 +36,34 @@ def test_qsfp_netdev_up_with_its_address(link_on_node, cluster, inventory, evide
         what=f"{link.netdev} administrative state",
         expected="UP",
         found="UP" if dev.admin_up else f"DOWN here, on {node}",
+        context={"netdev_down": [link.netdev]},  # the hint's `ip link set ... up`: this netdev, here
     )
     if not dev.carrier:
         peers = [n for n in link.addresses if n != node]
-        ends = []
+        gone = cluster.unreachable(peers)
+        ends, down = [], []
         for peer in peers:
+            if peer in gone:
+                ends.append(f"{peer}: cannot be reached")
+                continue
             try:
                 other = _netdevs(cluster, peer).get(link.netdev)
-            except GB10Error:  # the other end cannot be asked: this end's fault is still the missing carrier
-                ends.append(f"{peer}: cannot be asked (see its own checks)")
+            except GB10Error:  # the other end's netdevs unreadable: this end's fault is still the missing carrier
+                ends.append(f"{peer}: its netdevs cannot be read (see its own checks)")
                 continue
             ends.append(f"{peer}: " + ("absent" if other is None else "UP" if other.admin_up else "admin DOWN"))
+            down += [peer] if other is not None and not other.admin_up else []
         evidence.expect(
             False,
             what=f"{link.netdev} carrier",
             expected="the cable and the other end up",
             found=f"no carrier; other end {'; '.join(ends)}",
-            detail="a port down on one end shows no carrier on the other: fix the end that is DOWN, else the cable",
+            detail=follows_from(gone)
+            if gone
+            else "a port down on one end shows no carrier on the other: fix the end that is DOWN, else the cable",
+            hints=("node-unreachable",) if gone else (),
+            # the fix is on the other end when it is DOWN or off (never `ip link set up` on this end, which is up)
+            context={"node": gone[0]} if gone else {"node": down[0], "netdev_down": [link.netdev]} if down else None,
         )
     expected = link.addresses[node]
     found = ", ".join(dev.addresses) or "no IPv4 address"

@@ -41,7 +41,7 @@ def _port_of(link_on_node, cluster, evidence):
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_rdma_port_active(link_on_node, cluster, evidence):
+def test_rdma_port_active(link_on_node, cluster, link_down_advice, evidence):
     link = link_on_node.link
     port = _port_of(link_on_node, cluster, evidence)
     evidence.expect(
@@ -57,11 +57,13 @@ def test_rdma_port_active(link_on_node, cluster, evidence):
         expected="Ethernet (RoCE)",
         found=port.link_layer or "not readable",
     )
+    up = port.active and port.link_up
     evidence.expect(
-        port.active and port.link_up,
+        up,
         what=f"{link.rdma_device} port 1 state / phys_state",
         expected="4: ACTIVE / 5: LinkUp",
         found=f"{port.state or '?'} / {port.phys_state or '?'}",
+        **({} if up else link_down_advice(link_on_node.node, link)),  # hints, context, detail
     )
 
 

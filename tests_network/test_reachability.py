@@ -6,6 +6,7 @@ import pytest
 
 from fixtures.cluster import INVENTORY, LinkOnNode
 from gb10check import probes
+from gb10check.node import follows_from
 
 pytestmark = pytest.mark.network
 
@@ -29,7 +30,10 @@ def test_peer_answers_full_frames(peer_on_link, cluster, inventory, evidence):
     result = cluster.snapshot(rank0).fact(probes.ping_over(peer, link))
     frame = f"{result.size + 28}-byte frames" if result.size is not None else "full frames"
     mine = cluster.snapshot(rank0).fact(probes.IP_ADDR).get(link.netdev)
-    if any("message too long" in m for m in result.messages):
+    gone = cluster.unreachable([peer])
+    if gone:  # the peer cannot be asked: no answer follows from it, not from the link or the MTU
+        hints = ("node-unreachable",)
+    elif any("message too long" in m for m in result.messages):
         hints = ("mtu-mismatch",)
     elif mine is None or not mine.carrier:  # rank 0's own end is dark: the link, not the peer
         hints = ("roce-link-down",)
@@ -43,6 +47,7 @@ def test_peer_answers_full_frames(peer_on_link, cluster, inventory, evidence):
             f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss"
             + (f", rtt avg {result.rtt_avg_ms:g} ms" if result.rtt_avg_ms is not None else "")
         ),
-        detail="; ".join(result.messages),
+        detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
         hints=hints,
+        context={"ping_size": str(result.size)} if result.size is not None else None,
     )

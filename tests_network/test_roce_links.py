@@ -9,7 +9,7 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_roce_link_up(link_on_node, cluster, evidence):
+def test_roce_link_up(link_on_node, cluster, link_down_advice, evidence):
     link = link_on_node.link
     ports = cluster.snapshot(link_on_node.node).fact(probes.IBDEV2NETDEV)
     port = next((p for p in ports if p.rdma_device == link.rdma_device), None)
@@ -28,10 +28,11 @@ def test_roce_link_up(link_on_node, cluster, evidence):
         expected=link.netdev,
         found=port.netdev,
     )
+    advice = {} if port.up else link_down_advice(link_on_node.node, link)  # hints, context, detail
     evidence.expect(
         port.up,
         what=f"link {link.rdma_device} ==> {link.netdev}",
         expected="Up",
         found=port.state,
-        detail=f"ibdev2netdev lists {listed}",
+        **{**advice, "detail": "; ".join(filter(None, [f"ibdev2netdev lists {listed}", advice.get("detail")]))},
     )
