@@ -135,8 +135,8 @@ def _socket_ifname(ctx: Context) -> Outcome:
 
 
 def _gid_index(ctx: Context) -> Outcome:
-    gids = {rail.gid_index for rail, _ in ctx.inventory.members_of(ctx.node)} or {3}
-    return _env(ctx, {"NCCL_IB_GID_INDEX": str(min(gids)), "NCCL_IB_DISABLE": "0"})
+    smallest = min((rail.gid_index for rail, _ in ctx.inventory.members_of(ctx.node)), default=3)  # 3 before 10
+    return _env(ctx, {"NCCL_IB_GID_INDEX": str(smallest), "NCCL_IB_DISABLE": "0"})
 
 
 def _hca_exact(ctx: Context) -> Outcome:

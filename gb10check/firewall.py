@@ -22,6 +22,9 @@ class Need:
     port: int | None  # None: every port (NCCL and Gloo pick theirs)
     interface: str | None
     allow_line: str  # the ufw command that grants it
+    subnet: str | None = (
+        None  # what that command allows from: a rail's subnet, a peer's control address (None: the API port)
+    )
 
 
 def needs_for(inventory: inv.Inventory, node: str, api_port: int | None) -> list[Need]:
@@ -40,6 +43,7 @@ def needs_for(inventory: inv.Inventory, node: str, api_port: int | None) -> list
                     None,
                     mine.netdev,
                     f"sudo ufw allow from {rail.subnet}",
+                    str(rail.subnet),
                 )
             )
     control = inventory.control_netdev(node)
@@ -56,6 +60,7 @@ def needs_for(inventory: inv.Inventory, node: str, api_port: int | None) -> list
                     None,
                     control,
                     f"sudo ufw allow from {address}",
+                    address,
                 )
             )
     if api_port is not None:

@@ -3,8 +3,10 @@
 A command in the catalogue names fields in braces (`docker logs {container}`); rendering fills
 them from the inventory, the node the failure names and what the error carries, each value
 shell-quoted, so that every printed command is complete and safe to paste. A list-valued field
-(`sudo ufw allow from {qsfp_subnet}`) gives one line per value. A command whose field has no
-value here (the error did not say which file) is left out rather than printed half-filled.
+(`sudo ufw allow from {qsfp_subnet}`) gives one line per value, and holds the items the failure is
+about only (the failing link's, or what the failing check passed): never every link of the cluster.
+A command whose field has no value here (the error did not say which file, the check did not say
+which netdev is down) is left out rather than printed half-filled or for the wrong item.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ FIELDS = {
     "hub_folder": "the model's hub folder in the HF cache",
     "model": "the model the service serves",
     "api_url": "the API's base URL",
-    "qsfp_subnet": "the subnets of the node's rails (a list; every rail's for a check across the cluster)",
-    "netdev": "the node's fabric netdevs (a list; the failing member's alone when the check names it)",
+    "qsfp_subnet": "the subnets the failure is about (a list: the failing rail's, or the check's)",
+    "netdev": "the fabric netdevs the failure is about (a list: the node's on the failing rail, or the check's)",
+    "netdev_down": "the fabric netdevs the failure found administratively down (a list, from the check)",
     "control_netdev": "the control plane's netdev ([control], else a pair's first rail)",
     "rdma_devices": "the node's RDMA devices on its rails, comma-separated (as NCCL_IB_HCA takes them)",
     "node_qsfp_ip": "the node's address on a rail it shares with rank 0 (else its control-plane address)",
-    "node_qsfp_ips": "the node's addresses on every rail (a list)",
+    "node_qsfp_ips": "the node's addresses the failure is about (a list: on the failing rail, or the check's)",
     "rank0": "rank 0's node name (where the API and the suite run)",
     "rank0_qsfp_ip": "rank 0's address on a rail it shares with the node (else its control-plane address)",
     "gid_index": "the GID index of the node's rails",
@@ -50,6 +53,8 @@ FIELDS = {
     "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
     "history_dir": "the --history folder of the run",
+    "ufw_port": "the TCP ports the failure found UFW dropping (a list, from the check)",
+    "ping_size": "the payload of the ping that failed, the netdev's MTU minus 28 (from the check)",
     "workload_user": "the user vLLM's processes run as (the compose's `user:`, from the failure)",
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",
@@ -95,10 +100,11 @@ def context_for(
     node: str | None,
     *,
     root_reads: Iterable[str] = (),
-    netdev: str | None = None,
+    rail: str | None = None,
     extra: Mapping[str, str | list[str]] | None = None,
 ) -> Context:
-    """The fields known for a failure on `node` (None: a check across the cluster)."""
+    """The fields known for a failure on `node` (None: a check across the cluster) about the rail
+    named `rail` (None: about no one rail; the list fields are then only what `extra` gives)."""
     ctx: Context = {
         "connect_timeout": str(max(1, round(inventory.ssh.connect_timeout))),
         "known_hosts": inventory.ssh.known_hosts or "~/.ssh/known_hosts",
@@ -106,13 +112,14 @@ def context_for(
     rank0 = inventory.api_node.name
     ctx["rank0"] = rank0
     mine = inventory.members_of(node) if node is not None else []
-    rails = [rail for rail, _ in mine] or list(inventory.rails)
+    failing = next((r for r in inventory.rails if r.name == rail), None)
+    if failing is not None:  # the failure's own rail: its items only, never every rail's
+        ctx["qsfp_subnet"] = [str(failing.subnet)]
+        member = failing.member(node) if node is not None else None
+        ctx["netdev"] = [member.netdev] if member else list(dict.fromkeys(m.netdev for m in failing.members))
+    rails = [r for r, _ in mine] or list(inventory.rails)
     if rails:
-        ctx["qsfp_subnet"] = list(dict.fromkeys(str(rail.subnet) for rail in rails))
-        ctx["netdev"] = (
-            [netdev] if netdev else list(dict.fromkeys(m.netdev for _, m in mine)) or [r.name for r in rails]
-        )
-        ctx["gid_index"] = str(min(rail.gid_index for rail in rails))
+        ctx["gid_index"] = str(min(r.gid_index for r in rails))
     if mine:
         ctx["rdma_devices"] = ",".join(m.rdma_device for _, m in mine)
     control = inventory.control_netdev(node or rank0)
@@ -154,8 +161,8 @@ def context_for(
         far = shared[0].ip(rank0) if shared else inventory.control_address(rank0)
         if far is not None:
             ctx["rank0_qsfp_ip"] = far
-        if mine:
-            ctx["node_qsfp_ips"] = [m.ip for _, m in mine]
+        if failing is not None and failing.member(spec.name) is not None:
+            ctx["node_qsfp_ips"] = [failing.ip(spec.name)]
         reads = list(root_reads)
         if reads:
             ctx["sudoers_line"] = sudoers_line(user, reads)

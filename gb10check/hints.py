@@ -17,6 +17,8 @@ from gb10check.textfile import read_text
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HAND_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
+# a command that names where it runs (`# on rank 0`, `# where gb10check runs`): never labelled with a node
+_SAYS_WHERE = re.compile(r"#\s*(on|where)\b")
 _FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
 
 
@@ -34,17 +36,24 @@ class Hint:
         return f"[{self.id}] {self.title}. Fix: {self.fix}"
 
     def render(self, contexts: Sequence[Context] = ()) -> str:
-        """Title, cause, fix and the commands filled for each failure's context (node, files):
-        a command the same for all is printed once, one that differs once per node."""
+        """Title, cause, fix and the commands filled for each failure's context: each line once, with
+        the nodes of the failures it came from (`# on n1, n2`) unless the command says itself where it
+        runs (`# on rank 0`, `# where gb10check runs`). A failure gives only the lines of its own items
+        (gb10check/hint_context.py)."""
         lines = [f"[{self.id}] {self.title}", f"  cause: {self.cause}", f"  fix:   {self.fix}"]
         for template in self.commands:
-            filled = [(str(ctx.get("node", "")), render_command(template, ctx)) for ctx in contexts or [{}]]
-            filled = [(node, cmds) for node, cmds in filled if cmds]
-            if len({tuple(cmds) for _, cmds in filled}) == 1:
-                lines += [f"    $ {c}" for c in filled[0][1]]
-                continue
-            for node, cmds in dict.fromkeys((n, tuple(c)) for n, c in filled):
-                lines += [f"    $ {c}" + (f"   # on {node}" if node else "") for c in cmds]
+            by_line: dict[str, list[str]] = {}
+            for ctx in contexts or [{}]:
+                node = str(ctx.get("node", ""))
+                for command in render_command(template, ctx):
+                    nodes = by_line.setdefault(command, [])
+                    if node and node not in nodes:
+                        nodes.append(node)
+            placed = _SAYS_WHERE.search(template) is not None
+            lines += [
+                f"    $ {command}" + (f"   # on {', '.join(nodes)}" if nodes and not placed else "")
+                for command, nodes in by_line.items()
+            ]
         return "\n".join(lines)
 
 

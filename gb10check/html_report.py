@@ -36,6 +36,7 @@ class Cell:
     message: str
     evidence: list[dict[str, Any]]
     test: str
+    troubleshooting: dict[str, str]  # hint id -> its text for this failure alone (its node and items)
 
 
 @dataclass
@@ -61,8 +62,14 @@ def grid(summary: dict[str, Any]) -> tuple[list[str], list[GridRow]]:
             columns.append(column)
         label = _label(r["check"], r.get("node"))
         row = rows.setdefault(label, GridRow(label))
-        row.cells[column] = Cell(r["verdict"], list(r.get("hints") or []), r.get("message") or "",
-                                 list(r.get("evidence") or []), r["test"])  # fmt: skip
+        row.cells[column] = Cell(
+            r["verdict"],
+            list(r.get("hints") or []),
+            r.get("message") or "",
+            list(r.get("evidence") or []),
+            r["test"],
+            dict(r.get("troubleshooting") or {}),
+        )
     ordered = sorted(columns, key=lambda c: (c == CLUSTER, c))
     return ordered, list(rows.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from gb10check import inventory as inv
 from gb10check import redact
@@ -70,6 +70,14 @@ class Node:
     def run(self, command: str, timeout: float) -> CommandResult:
         self.sent.append(command)
         return self.transport.run(command, timeout)
+
+
+def follows_from(unreachable: list[str]) -> str:
+    """What a check says instead of its own advice when its evidence needs nodes that cannot be asked."""
+    return (
+        f"this follows from {', '.join(unreachable)}, which cannot be reached (a node that is off or hung "
+        "darkens its end of every link): see its own checks first"
+    )
 
 
 def make_transport(spec: inv.Node, ssh: inv.SshSettings) -> Transport:
@@ -162,6 +170,11 @@ class ClusterNodes:
     def snapshot(self, name: str) -> Snapshot:
         self.gather()
         return self.nodes[name].snapshot()
+
+    def unreachable(self, names: Iterable[str]) -> list[str]:
+        """Of these nodes, those that could not be asked (their snapshot failed): a finding that needs
+        them (the carrier of a link whose other end they hold, a ping, a login) follows from them."""
+        return [name for name in names if self.snapshot(name).error is not None]
 
     def close(self) -> None:
         for node in self.nodes.values():

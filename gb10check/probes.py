@@ -21,6 +21,7 @@ from gb10check.parsers.docker import (
     Container,
     DockerInfo,
     Image,
+    client_error,
     parse_container_inspect,
     parse_docker_info,
     parse_image_inspect,
@@ -214,21 +215,34 @@ NETPLAN: Read[list[FileRead]] = Read(
     display="cat /etc/netplan/*.yaml (as root)",
 )
 # -- docker --------------------------------------------------------------------------------------
+# docker's reads check stderr first: with the daemon down, stdout alone reads as "no image" (`[]`); not the
+# log, whose stderr is the container's own (with the daemon down its stdout is empty and stderr is read)
 DOCKER_INFO: Read[DockerInfo] = Read(
-    "docker_info", _always("docker info --format " + q("{{json .}}")), parse_docker_info
+    "docker_info",
+    _always("docker info --format " + q("{{json .}}")),
+    parse_docker_info,
+    check_stderr=client_error("docker info"),
 )
 DOCKER_IMAGES: Read[list[str]] = Read(
-    "docker_images", _always("docker image ls --format " + q("{{.Repository}}:{{.Tag}}")), parse_image_list
+    "docker_images",
+    _always("docker image ls --format " + q("{{.Repository}}:{{.Tag}}")),
+    parse_image_list,
+    check_stderr=client_error("docker image ls"),
 )
 # docker exits 1 for an image or a container that does not exist: None
 IMAGE: Read[Image | None] = Read(
-    "image_inspect", _deployed(lambda d: f"docker image inspect {q(d.image)}"), parse_image_inspect, accept_rc=(0, 1)
+    "image_inspect",
+    _deployed(lambda d: f"docker image inspect {q(d.image)}"),
+    parse_image_inspect,
+    accept_rc=(0, 1),
+    check_stderr=client_error("docker image inspect"),
 )
 CONTAINER: Read[Container | None] = Read(
     "container",
     _deployed(lambda d: f"docker container inspect {q(d.container)}"),
     parse_container_inspect,
     accept_rc=(0, 1),
+    check_stderr=client_error("docker container inspect"),
 )
 # the container's log (the service checks read startup, NCCL's transport and known faults from it); docker
 # exits 1 for a container that does not exist

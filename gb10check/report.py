@@ -35,6 +35,7 @@ class Row:
     nodes: list[str] = field(default_factory=list)  # every node it is about (a pair: both; `node` is the first)
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
+    troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text for this failure alone
 
 
 @dataclass

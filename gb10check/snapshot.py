@@ -71,6 +71,8 @@ class Read(Generic[T]):
     accept_rc: tuple[int, ...] = (0,)
     bound: Callable[[inv.Thresholds], float] | None = None  # None: thresholds.command_timeout
     display: str = ""  # how messages show the command, when it is a wrapper (root reads)
+    # raises when stderr says what stdout hides (docker's `[]` with the daemon down), before the parser
+    check_stderr: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,8 @@ class Snapshot:
             raise MissingFile(
                 f"{self.node}: {clip(res.stderr.strip())}", context={"path": named["path"]} if named else None
             )
+        if read.check_stderr is not None:
+            read.check_stderr(res.stderr)
         text = res.stdout if res.stdout.strip() else res.stdout + res.stderr
         try:
             return parse(text)

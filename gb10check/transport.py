@@ -2,8 +2,10 @@
 
 Every command is bounded on both ends: the client stops waiting after `timeout` (+ a small
 grace), and the command itself runs under `timeout -k` on the node so that a hung tool does
-not linger there. A timeout is returned as a result (timed_out=True), never raised; failing to
-reach the node at all raises NodeUnreachable.
+not linger there. And every command runs in the C locale (`LC_ALL=C LANGUAGE=`): a node installed
+in Chinese or German has ufw, ping, coreutils and sudo print translated words and other decimal
+marks, and the parsers read the tools' own English. A timeout is returned as a result
+(timed_out=True), never raised; failing to reach the node at all raises NodeUnreachable.
 """
 
 from __future__ import annotations
@@ -95,9 +97,17 @@ def cut_short(rc: int | None) -> bool:
     return rc in (124, 137)
 
 
+# The C locale for every command, whatever the node's LANG / LC_ALL (sshd's SetEnv, pam_env's
+# /etc/default/locale): LC_ALL=C overrides them all; LANGUAGE is emptied too, since GNU gettext ignores it
+# under C but Python's gettext (ufw's) reads it first and translates with LC_ALL=C set.
+C_LOCALE = (("LC_ALL", "C"), ("LANGUAGE", ""))
+C_LOCALE_ASSIGNMENTS = " ".join(f"{name}={value}" for name, value in C_LOCALE)  # LC_ALL=C LANGUAGE=
+DOCKER_C_LOCALE = " ".join(f"--env {name}={value}" for name, value in C_LOCALE)  # for docker run / exec
+
+
 def bounded(command: str, timeout: float) -> str:
-    """The node-side bound: coreutils timeout sends TERM, then KILL after a grace."""
-    return f"timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)}"
+    """The node-side bound (coreutils timeout sends TERM, then KILL after a grace), in the C locale."""
+    return f"{C_LOCALE_ASSIGNMENTS} timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)}"
 
 
 class Transport(Protocol):

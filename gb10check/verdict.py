@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from gb10check.neutralise import neutralise
 from gb10check.redact import redact, redact_known
+
+_PYTHON_NONE = re.compile(r"None\b")  # "None", "vNone", "= None"; not "NoneType", "none"
 
 
 class CheckFailed(AssertionError):
@@ -70,6 +73,11 @@ class Evidence:
         __tracebackhide__ = True
         if not str(found).strip():  # a check that cannot say what it saw has no evidence
             raise ValueError(f"evidence.expect({what!r}): `found` is empty; say what was found")
+        if _PYTHON_NONE.search(str(found)) or _PYTHON_NONE.search(str(expected)):
+            # a value the check did not have, formatted as Python's None ("cgroup vNone"): say what was not there
+            raise ValueError(
+                f"evidence.expect({what!r}): {found!r} / {expected!r} shows Python's None; say what is missing"
+            )
         expected, found, detail = neutralise(str(expected)), neutralise(str(found)), neutralise(detail)
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
         self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))

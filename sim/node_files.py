@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from gb10check.errors import SimError
-from sim import deploy, vllm_logs
+from sim import deploy, language, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario, merge
-from sim.stub import TOOLS
+from sim.stub import LANGUAGE_TOOLS, TOOLS
 
 
 def _sh(*args: str) -> None:
@@ -109,7 +109,8 @@ def _write_stubs(
         },
     }
     (d / "state.json").write_text(json.dumps(state, indent=2))
-    for tool in TOOLS:
+    # a node in another language: its ping translates as iputils' gettext build does (sim/language.py)
+    for tool in [*TOOLS, *(LANGUAGE_TOOLS if language.locales_named(spec.login_env) else ())]:
         stub = d / "bin" / tool
         stub.write_text(f'#!/bin/sh\nexec {STUB_PYTHON} -I -S {d / "stub.py"} {d / "state.json"} {tool} "$@"\n')
         stub.chmod(0o755)
@@ -232,7 +233,10 @@ def _write_sshd(node: SimNode, cluster_dir: Path) -> None:
                 "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
                 "MaxSessions 50",
                 "LogLevel INFO",
-                f"SetEnv GB10SIM_NODE={node.name}",
+                # one line: sshd takes the first SetEnv only; the node's language after its name
+                " ".join(
+                    ["SetEnv", f"GB10SIM_NODE={node.name}", *(f"{k}={v}" for k, v in node.spec.login_env.items())]
+                ),
                 "",
             ]
         )
@@ -272,6 +276,7 @@ mount -t overlay gb10sim-var -o lowerdir=/var/lib/systemd,upperdir={d}/var-syste
   /var/lib/systemd
 mkdir -p /var/lib/systemd/linger
 mount --bind {d}/linger /var/lib/systemd/linger
+{language.boot_lines(d, node.spec.login_env)}
 {ufw}
 {sshd}
 """
@@ -381,9 +386,10 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[st
         for i, (netdev, link) in enumerate(links)
         if netdev not in spec.netplan.omit
     }
-    path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
-    path.write_text(deploy.render_netplan(plan))
-    path.chmod(int(spec.netplan.mode, 8))
+    if not spec.netplan.absent:
+        path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")
+        path.write_text(deploy.render_netplan(plan))
+        path.chmod(int(spec.netplan.mode, 8))
     # the node's own logind.conf (Ubuntu's, all defaults), so the machine's own never shows through
     for etc_path, text in {LOGIND_CONF: UBUNTU_LOGIND, **spec.etc_files}.items():
         deploy.place(fs, etc_path).write_text(text)

@@ -7,6 +7,7 @@ These models validate the merged scenario (after `base`); sim/ still reads the p
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -95,6 +96,7 @@ class Ufw(_Spec):
 class Netplan(_Spec):
     mode: str = Field("600", pattern=r"^[0-7]{3,4}$")
     omit: list[str] = []
+    absent: bool = False  # no QSFP netplan file at all (/etc/netplan empty)
 
 
 class Hf(_Spec):
@@ -113,7 +115,8 @@ class RdmaPort(_Spec):
     rate: str = "200 Gb/sec (2X NDR)"  # what sysfs `rate` says the port negotiated
     extra_addresses: list[str] = []  # addresses the netdev got before the link's: they shift its GIDs
     bw_gbps: float = Field(109.0, ge=0)  # what ib_write_bw measures from this end (the field report's 109)
-    bw_failure: Literal["retry-exceeded"] | None = None  # the run fails with completion errors instead
+    # the run fails with completion errors instead, of this status (12, 13, 10, 11 in libibverbs' numbers)
+    bw_failure: Literal["retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-operation"] | None = None
 
 
 class Node(_Spec):
@@ -140,6 +143,9 @@ class Node(_Spec):
     ssh_key: bool = True
     compose_edits: list[tuple[str, str]] = []
     env: dict[str, str] = {}
+    # the language the node is installed in: variables its sshd sets for every session, as pam_env reads
+    # /etc/default/locale on Ubuntu (LANG, LANGUAGE, LC_*); its real tools then translate (sim/language.py)
+    login_env: dict[str, str] = {}
     docker: Docker = Docker()
     ufw: Ufw = Ufw()
     netplan: Netplan = Netplan()
@@ -149,6 +155,18 @@ class Node(_Spec):
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong
+
+    @field_validator("login_env")
+    @classmethod
+    def _locale_variables(cls, env: dict[str, str]) -> dict[str, str]:
+        wrong = [
+            k
+            for k, v in env.items()
+            if not re.fullmatch(r"LANG|LANGUAGE|LC_[A-Z]+", k) or not re.fullmatch(r"[\w.:@-]*", v)
+        ]
+        if wrong:
+            raise ValueError(f"login_env takes LANG, LANGUAGE and LC_* with locale names, not {wrong}")
+        return env
 
     @field_validator("etc_files")
     @classmethod

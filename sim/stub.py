@@ -126,6 +126,29 @@ GPU_NVML_MISMATCH = (
 )
 
 
+DAEMON_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n"
+# `docker info` with no daemon: the client's JSON, every server field empty (the keys a reader looks at)
+INFO_NO_SERVER = {
+    "ID": "", "Containers": 0, "Images": 0, "Driver": "", "CgroupDriver": "", "KernelVersion": "",
+    "OperatingSystem": "", "Architecture": "", "NCPU": 0, "MemTotal": 0, "Name": "", "ServerVersion": "",
+    "Runtimes": None, "DefaultRuntime": "", "Warnings": None,
+    "ClientInfo": {"Debug": False, "Version": "28.2.2", "DefaultAPIVersion": "1.50", "Context": "default",
+                   "Plugins": [], "Warnings": None},
+}  # fmt: skip
+
+
+def _daemon_down(words: list[str]) -> tuple[str, str, int]:
+    """What docker 28.2.2 prints with no daemon (selftests/data/commands/docker.daemon_down.28.2.2.generated.toml):
+    stdout that alone reads as healthy or as "no such image" (`[]`), and the reason on stderr."""
+    if words[:1] == ["info"]:
+        return json.dumps(INFO_NO_SERVER, separators=(",", ":")) + "\n", DAEMON_DOWN, 1
+    if words[:1] == ["inspect"] or words[1:2] == ["inspect"]:
+        return "[]\n", DAEMON_DOWN, 1
+    if words[:1] == ["run"]:
+        return "", f"docker: {DAEMON_DOWN}\nRun 'docker run --help' for more information\n", 125
+    return "", DAEMON_DOWN, 1
+
+
 def _image(state: dict[str, Any], ref: str) -> dict[str, Any] | None:
     ref = ref if ":" in ref.rsplit("/", 1)[-1] else ref + ":latest"
     return next((i for i in state["docker"]["images"] if ref in i["tags"]), None)
@@ -156,13 +179,9 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             os.execv(d["compose"], [d["compose"], *args[1:]])
         except OSError as exc:  # the sim's own fault (see node_files._compose_binary), said plainly
             return "", f"gb10sim: cannot run the sim's Docker Compose {d['compose']}: {exc}\n", 126
-    if d.get("daemon") == "down":
-        return (
-            "",
-            "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n",
-            1,
-        )
     words = [a for a in args if not a.startswith("--format") and a != "{{json .}}"]
+    if d.get("daemon") == "down":
+        return _daemon_down(words)
     if words[:1] == ["info"]:
         info = {
             "ID": "6d2c1b9e-sim",
@@ -231,6 +250,7 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     if words[:1] == ["stop"]:
         return _stop(d, [w for w in words[1:] if not w.startswith("-") and not w.isdigit()])
     if words[:1] == ["exec"]:
+        words = ["exec", *_without_options(words[1:], takes_value=("-e", "--env", "-u", "--user", "-w", "--workdir"))]
         c = _container(d, words[1])
         if not c or c.get("status", "running") != "running":
             return "", f"Error response from daemon: container {words[1]} is not running\n", 1
@@ -238,6 +258,19 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return _grep(d.get("image_files", {}), words[3:])
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+def _without_options(words: list[str], takes_value: tuple[str, ...]) -> list[str]:
+    """`docker exec`'s words from the container on: its options (and their values) left out."""
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+        elif word in takes_value:
+            skip = True
+        elif not word.startswith("-"):
+            return words[i:]
+    return []
 
 
 def _container(d: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -320,10 +353,18 @@ NO_LISTEN = "Couldn't listen to port {port}\n" + NO_SOCKET
 STARS = "************************************"
 BANNER = f"\n{STARS}\n* Waiting for client to connect... *\n{STARS}\n"
 RTR = "Failed to modify QP 1001 to RTR\n Unable to Connect the HCA's through the link\n"
+# the scenario's bw_failure -> the work-completion status the client reports (libibverbs' number and text)
+WC_FAILURE = {
+    "retry-exceeded": (12, "transport retry counter exceeded"),
+    "rnr-retry-exceeded": (13, "RNR retry counter exceeded"),
+    "remote-access": (10, "remote access error"),
+    "remote-operation": (11, "remote operation error"),
+}
+# NOTIFY_COMP_ERROR_SEND as each perftest prints it: the status's number, or (26.01 on) its text and number
 COMPLETION_ERROR = {
-    "24.01": " Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n",
-    "26.04": " Completion with error at client\n Failed status-transport retry counter exceeded (12): wr_id 0 "
-    "syndrom 0x81\n scnt=128, ccnt=0\n",
+    "24.01": " Completion with error at client\n Failed status {code}: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n",
+    "26.04": " Completion with error at client\n Failed status-{text} ({code}): wr_id 0 syndrom 0x81\n"
+    " scnt=128, ccnt=0\n",
 }
 
 
@@ -454,9 +495,10 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         if not ok or answer[:1] != ["1"]:
             return out, RTR, 1
         out += _perf_addresses(dev, o["gid"], answer[1])
-        if me.get("failure") == "retry-exceeded":
+        if me.get("failure") in WC_FAILURE:
+            code, text = WC_FAILURE[me["failure"]]
             time.sleep(min(o["seconds"], 0.5))
-            return out, COMPLETION_ERROR[perf["version"]], 1
+            return out, COMPLETION_ERROR[perf["version"]].format(code=code, text=text), 1
         time.sleep(o["seconds"])
         peer.write("done\n")
         peer.flush()
@@ -510,6 +552,49 @@ def all_gather_perf(state: dict[str, Any], args: list[str]) -> tuple[str, str, i
     return head + NCCL_TABLE_HEAD + row + tail, "", 0
 
 
+# -- ping in the node's language ----------------------------------------------------------------------
+# iputils' translations (po/zh_CN.po of github:iputils/iputils at 092d36fde0b9; an empty msgstr stays
+# English, as the rtt line does): Debian's iputils here is built without gettext, so the stub runs the
+# real ping in C and translates its lines as a gettext-enabled build prints them.
+PING_ZH_CN = (
+    (r"(\d+\(\d+\)) bytes of data\.$", r"\1 字节的数据。"),
+    (r"^(\d+) bytes from ([^:]+):", r"\1 字节，来自 \2:"),
+    (r" time=([\d.]+) ms", r" 时间=\1 毫秒"),
+    (r"^--- (\S+) ping statistics ---$", r"--- \1 ping 统计 ---"),
+    (r"^(\d+) packets transmitted, ", r"已发送 \1 个包， "),
+    (r"(?<=个包， )(\d+) received", r"已接收 \1 个包"),
+    (r", \+(\d+) errors", r", +\1 错误"),
+    (r", ([\d.]+)% packet loss", r", \1% 包丢失"),
+    (r", time (\d+)ms$", r", 耗时 \1 毫秒"),
+    (r"^From (\S+) icmp_seq=(\d+) Destination Host Unreachable$", r"来自 \1 icmp_seq=\2 目标主机不可达"),
+)
+
+
+def _message_languages(env: dict[str, str]) -> list[str]:
+    """The languages GNU gettext translates into: none when the locale in force is C (LC_ALL, else
+    LC_MESSAGES, else LANG; LANGUAGE is then ignored), else LANGUAGE's list or that locale's language."""
+    locale = env.get("LC_ALL") or env.get("LC_MESSAGES") or env.get("LANG") or "C"
+    if locale.split(".")[0] in ("C", "POSIX"):
+        return []
+    return [lang.split(".")[0] for lang in (env.get("LANGUAGE") or locale).split(":") if lang]
+
+
+def ping(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """The real ping (iputils), in the node's language when it is one iputils translates."""
+    import os
+    import re
+    import subprocess
+
+    proc = subprocess.run(["/usr/bin/ping", *args], capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    out = proc.stdout
+    if next(iter(_message_languages(dict(os.environ))), None) in ("zh_CN", "zh"):
+        for pattern, replacement in PING_ZH_CN:
+            out = re.sub(pattern, replacement, out, flags=re.M)
+    return out, proc.stderr, proc.returncode
+
+
+LANGUAGE_TOOLS = {"ping": ping}  # installed on a node whose login_env names a language (sim/language.py)
+
 TOOLS = {
     "all_gather_perf": all_gather_perf,
     "dmesg": dmesg,
@@ -544,7 +629,7 @@ def main(argv: list[str]) -> int:
             time.sleep(float(override.get("delay", 0)))
             _repeat(override.get("stdout", ""), override.get("stderr", ""), int(override.get("repeat", 1)))
             return int(override.get("rc", 0))
-    out, err, rc = TOOLS[tool](state, args)
+    out, err, rc = {**TOOLS, **LANGUAGE_TOOLS}[tool](state, args)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc

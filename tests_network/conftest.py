@@ -1,10 +1,37 @@
-"""What the network checks share: whether a test may load the links while the service runs."""
+"""What the network checks share: whether a test may load the links while the service runs, and
+what a port found down tells the hint (the other end's node, when it cannot be asked)."""
 
 import pytest
 
 from fixtures.cluster import SETTINGS
-from gb10check import facts
+from gb10check import facts, probes
 from gb10check.errors import GB10Error
+from gb10check.node import follows_from
+
+
+@pytest.fixture(scope="session")
+def link_down_advice(cluster, inventory):
+    """`link_down_advice(node, rail)`: what `node`'s port on `rail` found down tells its hint, as
+    evidence.expect's `hints`, `context` and a `detail` to add. When the node at the cable's other end
+    cannot be asked, the finding follows from that node (node-unreachable, its commands for that node),
+    never the check's own advice (on a switch another node being off leaves this port lit: no such
+    excuse); else roce-link-down, with `ip link set ... up` only when this node has the netdev
+    administratively DOWN (else the other end or the cable: the interface check tells which)."""
+
+    def advice(node, rail):
+        mine = rail.member(node)
+        direct = inventory.topology != "switch"
+        gone = cluster.unreachable(m.node for m in rail.members if m.node != node) if direct else []
+        if gone:
+            return {"hints": ("node-unreachable",), "context": {"node": gone[0]}, "detail": follows_from(gone)}
+        try:
+            dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)
+        except GB10Error:  # not knowing gives no command, never a command for the wrong end
+            dev = None
+        down = dev is not None and not dev.admin_up
+        return {"hints": ("roce-link-down",), "context": {"netdev_down": [mine.netdev]} if down else None}
+
+    return advice
 
 
 @pytest.fixture(scope="session")

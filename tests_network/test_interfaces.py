@@ -8,6 +8,7 @@ import pytest
 from gb10check import probes
 from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import GB10Error
+from gb10check.node import follows_from
 from gb10check.parsers.netplan import link_local_ipv4
 
 pytestmark = pytest.mark.network
@@ -19,23 +20,29 @@ def _netdevs(cluster, node):
     return cluster.snapshot(node).fact(probes.IP_ADDR)
 
 
-def _other_ends(cluster, inventory, rail, node):
-    """What the far end of a dark port looks like: on a direct cable the other member's netdev; on a
-    switch the switch port (the suite cannot ask it)."""
+def _far_end(cluster, inventory, rail, node):
+    """What the far end of a dark port looks like, in words, with the nodes that cannot be asked and
+    the members found administratively DOWN: on a direct cable the other member's netdev; on a switch
+    the switch port (the suite cannot ask it; another node being off leaves this port lit)."""
     if inventory.topology == "switch":
-        return "the switch port (its cable, or the port disabled on the switch)"
-    ends = []
-    for other in rail.members:
-        if other.node == node:
+        return "the switch port (its cable, or the port disabled on the switch)", [], []
+    others = [m for m in rail.members if m.node != node]
+    gone = cluster.unreachable([m.node for m in others])
+    ends, down = [], []
+    for other in others:
+        if other.node in gone:
+            ends.append(f"{other.node} {other.netdev}: cannot be reached")
             continue
         try:
             dev = _netdevs(cluster, other.node).get(other.netdev)
-        except GB10Error:  # the other end cannot be asked: this end's fault is still the missing carrier
-            ends.append(f"{other.node} {other.netdev}: cannot be asked (see its own checks)")
+        except GB10Error:  # the other end's netdevs unreadable: this end's fault is still the missing carrier
+            ends.append(f"{other.node} {other.netdev}: its netdevs cannot be read (see its own checks)")
             continue
-        state = "absent" if dev is None else "UP" if dev.admin_up else "admin DOWN"
-        ends.append(f"{other.node} {other.netdev}: {state}")
-    return "; ".join(ends)
+        ends.append(
+            f"{other.node} {other.netdev}: " + ("absent" if dev is None else "UP" if dev.admin_up else "admin DOWN")
+        )
+        down += [other] if dev is not None and not dev.admin_up else []
+    return "; ".join(ends), gone, down
 
 
 @pytest.mark.hints("roce-link-down")
@@ -55,14 +62,25 @@ def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, evidence):
         what=f"{mine.netdev} administrative state",
         expected="UP",
         found="UP" if dev.admin_up else f"DOWN here, on {node}",
+        context={"netdev_down": [mine.netdev]},  # the hint's `ip link set ... up`: this netdev, here
     )
     if not dev.carrier:
+        ends, gone, down = _far_end(cluster, inventory, rail, node)
         evidence.expect(
             False,
             what=f"{mine.netdev} carrier",
             expected="the cable and the other end up",
-            found=f"no carrier; other end {_other_ends(cluster, inventory, rail, node)}",
-            detail="a port down on one end shows no carrier on the other: fix the end that is DOWN, else the cable",
+            found=f"no carrier; other end {ends}",
+            detail=follows_from(gone)
+            if gone
+            else "a port down on one end shows no carrier on the other: fix the end that is DOWN, else the cable",
+            hints=("node-unreachable",) if gone else (),
+            # the fix is on the other end when it is DOWN or off (never `ip link set up` on this end, which is up)
+            context={"node": gone[0]}
+            if gone
+            else {"node": down[0].node, "netdev_down": [down[0].netdev]}
+            if down
+            else None,
         )
     expected = mine.address
     found = ", ".join(dev.addresses) or "no IPv4 address"

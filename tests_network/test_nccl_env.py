@@ -16,6 +16,7 @@ from gb10check.nccl import ib_hca_selects, socket_ifname_matches
 from gb10check.parallel import map_parallel
 from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
 from gb10check.probes import NCCL_CONF
+from gb10check.transport import DOCKER_C_LOCALE
 
 pytestmark = pytest.mark.network
 
@@ -23,7 +24,7 @@ SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 
 @pytest.mark.hints("nccl-socket-ifname")
-def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deployment, evidence):
+def test_socket_interfaces_are_on_the_fabric(node, inventory, deployment, link_down_advice, evidence):
     """The control plane as vLLM gets it: up, on the master address's subnet, and, when the
     inventory puts it on the fabric, not the netdev the default route leaves by (a ring's or a
     switch's control plane on the LAN port is where the default route is: that is its design)."""
@@ -33,6 +34,7 @@ def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deploymen
     netdevs = snap.fact(probes.IP_ADDR)
     leaves_by = sorted({r.dev for r in snap.fact(probes.IP_ROUTE) if r.dst == "default"})
     master = run.value("--master-addr") or run.environment.get("MASTER_ADDR")
+    said = master or "(not set: no --master-addr, no MASTER_ADDR)"
     for var in SOCKET_VARS:
         value = run.environment.get(var)
         if value is None:
@@ -48,20 +50,36 @@ def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deploymen
             dev = netdevs[name]
             subnets = [ipaddress.ip_interface(a).network for a in dev.addresses]
             on_master = master is not None and any(ipaddress.ip_address(master) in s for s in subnets)
+            # the default route may leave by the control plane when the inventory puts it on the LAN (a ring's,
+            # a switch's): that is its design; on a fabric netdev it is the default-route-on-qsfp fault
             routed = name in leaves_by and (name in fabric or name != inventory.control_netdev(node.name))
+            # the variable names the right netdev and only its link is down: the link's finding (or that of
+            # the node at its other end, when that node cannot be asked), not the variable's
+            up = dev.admin_up and dev.carrier
+            only_dark = not up and on_master and not routed
             evidence.expect(
-                dev.admin_up and dev.carrier and on_master and not routed,
+                up and on_master and not routed,
                 what=f"{var} netdev {name}",
-                expected=f"up with carrier, on the subnet of the master address {master}"
+                expected=f"up with carrier, on the subnet of the master address {said}"
                 + (
                     ", not the default route's" if name in fabric or name != inventory.control_netdev(node.name) else ""
                 ),
                 found=(
-                    f"{'up' if dev.admin_up and dev.carrier else 'down or no carrier'}, "
+                    f"{'up' if up else 'down or no carrier'}, "
                     f"{', '.join(dev.addresses) or 'no address'}"
                     + (", the default route leaves by it" if routed else "")
                 ),
+                **_link_down(link_down_advice, inventory, node.name, name) if only_dark else {},
             )
+
+
+def _link_down(link_down_advice, inventory, node, netdev):
+    """A fabric netdev down or dark under a right variable: its rail's finding ({} for a netdev on no rail)."""
+    rail = next((rail for rail, m in inventory.members_of(node) if m.netdev == netdev), None)
+    if rail is None:
+        return {}
+    advice = link_down_advice(node, rail)
+    return {**advice, "detail": advice.get("detail") or "the link is down: see the interface and RoCE link checks"}
 
 
 @pytest.mark.hints("nccl-hca-incomplete")
@@ -100,9 +118,10 @@ def _container_conf_command(deployment, environment, running):
     user_file = environment.get("NCCL_CONF_FILE") or "/root/.nccl.conf"
     files = f"{shlex.quote(user_file)} {NCCL_CONF}"
     if running:
-        return f"docker exec {shlex.quote(deployment.container)} grep -Hs = {files}"
+        return f"docker exec {DOCKER_C_LOCALE} {shlex.quote(deployment.container)} grep -Hs = {files}"
     return (
-        f"docker run --rm --pull never --network none --entrypoint grep {shlex.quote(deployment.image)} -Hs = {files}"
+        f"docker run --rm --pull never --network none {DOCKER_C_LOCALE} --entrypoint grep "
+        f"{shlex.quote(deployment.image)} -Hs = {files}"
     )
 
 

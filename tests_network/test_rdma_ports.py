@@ -42,7 +42,7 @@ def _port_of(member, cluster, evidence):
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_rdma_port_active(member, cluster, evidence):
+def test_rdma_port_active(member, cluster, link_down_advice, evidence):
     end = member.member
     port = _port_of(member, cluster, evidence)
     evidence.expect(
@@ -54,15 +54,17 @@ def test_rdma_port_active(member, cluster, evidence):
     )
     evidence.expect(
         port.link_layer == "Ethernet",
-        what=f"{end.rdma_device} end layer",
+        what=f"{end.rdma_device} link layer",
         expected="Ethernet (RoCE)",
         found=port.link_layer or "not readable",
     )
+    up = port.active and port.link_up
     evidence.expect(
-        port.active and port.link_up,
+        up,
         what=f"{end.rdma_device} port 1 state / phys_state",
         expected="4: ACTIVE / 5: LinkUp",
         found=f"{port.state or '?'} / {port.phys_state or '?'}",
+        **({} if up else link_down_advice(member.node, member.rail)),  # hints, context, detail
     )
 
 

@@ -5,6 +5,7 @@ round trip recorded. (The SSH logins over each rail, the TCP half, are the prefl
 import pytest
 
 from gb10check import probes
+from gb10check.node import follows_from
 
 pytestmark = pytest.mark.network
 
@@ -13,12 +14,15 @@ pytestmark = pytest.mark.network
 @pytest.mark.hints("qsfp-ping-lost")
 def test_peer_answers_full_frames(rail_pair, cluster, evidence):
     """The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
-    node, peer, rail = rail_pair.node, rail_pair.peer, rail_pair.rail
+    node, peer = rail_pair.node, rail_pair.peer
     mine, theirs = rail_pair.ends()
     result = cluster.snapshot(node).fact(probes.ping_over(mine, theirs))
     frame = f"{result.size + 28}-byte frames" if result.size is not None else "full frames"
     dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)
-    if any("message too long" in m for m in result.messages):
+    gone = cluster.unreachable([peer])
+    if gone:  # the peer cannot be asked: no answer follows from it, not from the link or the MTU
+        hints = ("node-unreachable",)
+    elif any("message too long" in m for m in result.messages):
         hints = ("mtu-mismatch",)
     elif dev is None or not dev.carrier:  # this end is dark: the cable or the port, not the peer
         hints = ("roce-link-down",)
@@ -26,12 +30,13 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
         hints = ()
     evidence.expect(
         result.all_answered,
-        what=f"ping {theirs.ip} ({peer}) from {node} out of {mine.netdev}, rail {rail.name} ({frame}, don't fragment)",
+        what=f"ping {theirs.ip} ({peer}) out of {mine.netdev} ({frame}, don't fragment)",
         expected=f"{result.transmitted} of {result.transmitted} answered",
         found=(
             f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss"
             + (f", rtt avg {result.rtt_avg_ms:g} ms" if result.rtt_avg_ms is not None else "")
         ),
-        detail="; ".join(result.messages),
+        detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
         hints=hints,
+        context={"ping_size": str(result.size)} if result.size is not None else None,
     )

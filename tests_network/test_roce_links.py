@@ -9,7 +9,7 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_roce_link_up(member, cluster, evidence):
+def test_roce_link_up(member, cluster, link_down_advice, evidence):
     end = member.member
     ports = cluster.snapshot(member.node).fact(probes.IBDEV2NETDEV)
     port = next((p for p in ports if p.rdma_device == end.rdma_device), None)
@@ -28,10 +28,11 @@ def test_roce_link_up(member, cluster, evidence):
         expected=end.netdev,
         found=port.netdev,
     )
+    advice = {} if port.up else link_down_advice(member.node, member.rail)  # hints, context, detail
     evidence.expect(
         port.up,
         what=f"end {end.rdma_device} ==> {end.netdev}",
         expected="Up",
         found=port.state,
-        detail=f"ibdev2netdev lists {listed}",
+        **{**advice, "detail": "; ".join(filter(None, [f"ibdev2netdev lists {listed}", advice.get("detail")]))},
     )

@@ -11,7 +11,7 @@ from gb10check.facts import container, loaded_module
 from gb10check.parallel import map_parallel
 from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus
 from gb10check.parsers.nvidia import NvmlMismatch
-from gb10check.transport import CommandResult
+from gb10check.transport import DOCKER_C_LOCALE, CommandResult
 
 pytestmark = pytest.mark.preflight
 
@@ -38,13 +38,13 @@ def _probe(node, deployment, thresholds):
         # the container's nvidia-smi would wait on the same stuck driver: not worth another hang
         return Tried(how, None, "nvidia-smi on the host does not answer", hint="driver-deadlock")
     if running:
-        cmd = f"docker exec {shlex.quote(deployment.container)} nvidia-smi -L"
+        cmd = f"docker exec {DOCKER_C_LOCALE} {shlex.quote(deployment.container)} nvidia-smi -L"
         timeout = thresholds.nvidia_smi_timeout + EXEC_OVERHEAD_S
     else:
         if snap.fact(probes.IMAGE) is None:
             return Tried(how, None, f"the image {deployment.image} is not on this node", hint="image-missing")
         cmd = (
-            "docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi "
+            f"docker run --rm --pull never --network none --gpus all {DOCKER_C_LOCALE} --entrypoint nvidia-smi "
             f"{shlex.quote(deployment.image)} -L"
         )
         timeout = thresholds.docker_run_timeout

@@ -36,6 +36,14 @@ def _missing_lines(blocked):
     return sorted({n.allow_line for n, _ in blocked})
 
 
+def _missing(blocked):
+    """The hint's fields, what is missing and only that: its commands then match the failure's own."""
+    return {
+        "qsfp_subnet": sorted({n.subnet for n, _ in blocked if n.subnet}),
+        "ufw_port": sorted({str(n.port) for n, _ in blocked if n.port is not None}),
+    }
+
+
 @pytest.mark.hints("ufw-blocks-cluster")
 def test_firewall_allows_cluster_traffic(node, inventory, evidence):
     snap = node.snapshot()
@@ -52,6 +60,7 @@ def test_firewall_allows_cluster_traffic(node, inventory, evidence):
         found=_explain(blocked)
         or f"all allowed ({len(rules)} saved rules, default incoming {status.default_incoming})",
         detail="run: " + " && ".join(_missing_lines(blocked)),
+        context=_missing(blocked),
     )
 
 
@@ -84,4 +93,5 @@ def test_firewall_after_reboot(node, inventory, evidence):
         found=_explain(blocked) or f"all allowed (default incoming {policy})",
         detail="run: " + " && ".join(_missing_lines(blocked)),
         hints=("ufw-blocks-cluster",),
+        context=_missing(blocked),
     )

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from fixtures.cluster import INVENTORY, OnPair
+from gb10check.node import follows_from
 from gb10check.probes import ssh_login
 
 pytestmark = pytest.mark.preflight
@@ -32,21 +33,27 @@ def pytest_generate_tests(metafunc):
 def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
     node, peer = ssh_route.node, ssh_route.peer
     snap = cluster.snapshot(node)
-    failed, unreachable = [], True
+    failed, failed_ips, unreachable = [], [], True
     rails = inventory.rails_between(node, peer)
     for rail in rails:
         target = rail.member(peer)
         res = snap.raw(ssh_login(target, inventory.ssh.connect_timeout))
+        if res.timed_out or res.rc != 0:
+            failed_ips.append(target.ip)
         if res.timed_out:
             failed.append(f"rail {rail.name} {target.ip}: no answer within {res.duration:.0f} s")
         elif res.rc != 0:
             said = _last_line(res.stderr) or _last_line(res.stdout) or "(nothing printed)"
             failed.append(f"rail {rail.name} {target.ip}: exit {res.rc}: {said}")
             unreachable = unreachable and bool(_NO_PATH.search(res.stderr))
+    gone = cluster.unreachable([peer]) if failed else []
     evidence.expect(
         not failed,
         what=f"ssh from {node} to {peer} (BatchMode, no password)",
         expected="login on every fabric address",
         found="; ".join(failed) or f"logged in over {len(rails)} address(es)",
-        hints=("roce-link-down",) if failed and unreachable else (),
+        detail=follows_from(gone) if gone else "",
+        # the peer cannot be asked at all: the logins follow from it, not from its keys or the link
+        hints=("node-unreachable",) if gone else ("roce-link-down",) if failed and unreachable else (),
+        context={"node_qsfp_ips": failed_ips},  # the hint's ssh lines: the addresses that failed, only those
     )

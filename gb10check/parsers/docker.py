@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,21 @@ from gb10check.parsers import bounded_chunks
 
 _NO_SUCH = re.compile(r"No such (image|container|object)", re.IGNORECASE)
 _DENIED = re.compile(r"permission denied while trying to connect to the Docker daemon", re.IGNORECASE)
-_NO_DAEMON = re.compile(r"Cannot connect to the Docker daemon", re.IGNORECASE)
+# the daemon down: "Cannot connect to the Docker daemon at unix://..." (to 28), "failed to connect to the docker API
+# at ..." (29 on)
+_NO_DAEMON = re.compile(r"Cannot connect to the Docker daemon|failed to connect to the docker API", re.IGNORECASE)
+
+
+def client_error(what: str) -> Callable[[str], None]:
+    """A check of the docker CLI's stderr, for a read whose stdout alone would mislead: with the daemon
+    down, `docker image inspect` prints `[]` (as for a missing image) and `docker info` a JSON of empty
+    server fields, and only stderr says why."""
+
+    def check(stderr: str) -> None:
+        if _DENIED.search(stderr) or _NO_DAEMON.search(stderr):
+            _json(stderr, what)  # raises with the hint of the one that matched
+
+    return check
 
 
 def _json(text: str, what: str) -> Any:
@@ -45,6 +60,11 @@ def parse_docker_info(text: str) -> DockerInfo:
     data = _json(text, "docker info")
     if not isinstance(data, dict) or "CgroupDriver" not in data:
         raise ParseError("docker info", "no CgroupDriver in the JSON", text)
+    if not data.get("ServerVersion"):  # the client's own fields only: no daemon answered
+        raise ParseError(
+            "docker info", "no server fields (ServerVersion empty): the Docker daemon did not answer", text,
+            hint_ids=("docker-daemon-down",),
+        )  # fmt: skip
     runtimes = tuple(sorted((data.get("Runtimes") or {}).keys()))
     version = data.get("CgroupVersion")
     return DockerInfo(

@@ -105,9 +105,14 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_s
     assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
     failed = run.run.failed()
     unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}
+    rows = {r["test"]: r for r in run.run.summary["checks"]}
+    said = {t: [e for e in rows[t]["evidence"] if not e["ok"]] for t in unreachable}
+    no_evidence = {t for t in unreachable if not said[t]}
     # rank 0's own checks have their evidence (a check about a pair with rank 1 has none)
-    assert unreachable and not any(R0 in tid and R1 not in tid for tid in unreachable), failed
-    message = next(iter(run.run.junit[t]["message"] for t in unreachable))
+    assert no_evidence and not any(R0 in t and R1 not in t for t in no_evidence), failed
+    for t in set(unreachable) - no_evidence:  # findings that need rank 1 (rank 0's dark ports, logins to it) say so
+        assert f"this follows from {R1}" in said[t][-1]["detail"], (t, said[t])
+    message = next(iter(run.run.junit[t]["message"] for t in sorted(no_evidence)))
     assert message.startswith(f"[node-unreachable] {R1} (") and "cannot connect within 2 s" in message, message
     assert out.count("[node-unreachable] A node cannot be reached over SSH") == 1  # the section once
     # the unreachable node's line stands once in FAILURES/ERRORS; each check has its line in the short summary

@@ -20,6 +20,7 @@ from gb10check.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
 
 PATH = r"[\w./+-]+"
+C_LOCALE = r"--env LC_ALL=C --env LANGUAGE="  # docker run / exec: the command inside in the C locale too
 QUOTED = r"'[^']*'"
 READS = [
     rf"cat {PATH}",
@@ -36,7 +37,7 @@ READS = [
     r"ufw status verbose",
     rf"docker (info|image ls) --format {QUOTED}",
     rf"docker (image|container) inspect {PATH}(:{PATH})?",
-    rf"docker exec {PATH} nvidia-smi -L",
+    rf"docker exec {C_LOCALE} {PATH} nvidia-smi -L",
     # Compose prints its view of the files; `config` creates nothing
     rf"cd {PATH} && docker compose version --short && docker compose( -f {PATH})?( --env-file {PATH})? "
     r"config --format json",
@@ -49,7 +50,7 @@ READS = [
     *(re.escape(probes.KERNEL_LOG.command(SimpleNamespace(node=SimpleNamespace(sudo=s)))) for s in (True, False)),  # type: ignore[arg-type]
     re.escape(probes.LINGER.command(None)),  # type: ignore[arg-type]
     re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
-    rf"docker exec {PATH} grep -Hs = {PATH} {PATH}",
+    rf"docker exec {C_LOCALE} {PATH} grep -Hs = {PATH} {PATH}",
     rf"docker logs --tail \d+ --timestamps {PATH}",
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
@@ -59,9 +60,9 @@ FRAMED = re.compile(
 )
 DOCUMENTED = [
     # the container-GPU check: a throwaway container with no network, removed on exit
-    rf"docker run --rm --pull never --network none --gpus all --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
+    rf"docker run --rm --pull never --network none --gpus all {C_LOCALE} --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
     # NCCL's config files in the image, when its container does not run: the same kind of throwaway container
-    rf"docker run --rm --pull never --network none --entrypoint grep {PATH}(:{PATH})? -Hs = {PATH} {PATH}",
+    rf"docker run --rm --pull never --network none {C_LOCALE} --entrypoint grep {PATH}(:{PATH})? -Hs = {PATH} {PATH}",
 ]
 
 
@@ -125,7 +126,7 @@ def test_writes_are_not_mistaken_for_reads(command):
 
 PROBE_LINE = re.compile(
     r"printf '%s\\n' 'gb10-b0 begin \w+' >\"\$t/(\d+)\.a\"; printf '\\n%s\\n' 'gb10-b0 stderr \w+' >\"\$t/\1\.c\"; "
-    r'\(timeout -k 2 [\d.]+ sh -c .+ </dev/null >"\$t/\1\.b" 2>"\$t/\1\.d"; '
+    r'\(LC_ALL=C LANGUAGE= timeout -k 2 [\d.]+ sh -c .+ </dev/null >"\$t/\1\.b" 2>"\$t/\1\.d"; '
     r"printf '\\n%s %s\\n' 'gb10-b0 end \w+' \$\? >\"\$t/\1\.e\"\) &"
 )
 FRAME_LINE = re.compile(r'cat( "\$t/\d+\.[a-e]")+ 2>/dev/null')

@@ -141,3 +141,11 @@ def test_variables_the_script_exports_are_what_the_rules_judge():
     wrong = script_export.replace("export NCCL_IB_GID_INDEX=3", "export NCCL_IB_GID_INDEX=1")
     ok, _, found = _rule("ib-gid-index").check(_context(0, wrong))
     assert not ok and "NCCL_IB_GID_INDEX=1" in found
+
+
+def test_the_gid_index_rule_takes_the_smallest_index_as_a_number():
+    """Links at indexes 3 and 10: NCCL_IB_GID_INDEX=3 is the smallest (as strings "10" sorts before "3")."""
+    second = EXAMPLE.index("gid_index = 3", EXAMPLE.index("gid_index = 3") + 1)
+    inventory_text = EXAMPLE[:second] + "gid_index = 10" + EXAMPLE[second + len("gid_index = 3") :]
+    ok, expected, found = _rule("ib-gid-index").check(_context(0, inventory_text=inventory_text))
+    assert ok and "NCCL_IB_GID_INDEX=3" in expected, (expected, found)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gb10check.errors import HintCatalogueError
+from gb10check.hint_context import fields_in, render_command
 from gb10check.hints import HAND_PLACEHOLDER, Catalogue, parse_catalogue
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -146,14 +147,16 @@ def _example_contexts():
         "path": "/etc/netplan/40-cx7.yaml",
         "workload_user": "1000",
         "history_dir": "/var/lib/gb10check/history",
+        "netdev_down": ["enp1s0f0np0"],
+        "ufw_port": ["20001"],
+        "ping_size": "1472",
     }
-    return inv, [
-        context_for(inv, n.name, root_reads=root_reads(["/etc/netplan/40-cx7.yaml"]), extra=extra) for n in inv.nodes
-    ]
+    reads = root_reads(["/etc/netplan/40-cx7.yaml"])
+    return inv, [context_for(inv, n.name, root_reads=reads, netdev="enp1s0f0np0", extra=extra) for n in inv.nodes]
 
 
 def test_every_command_renders_complete_for_every_node():
-    """With the example inventory, a node and the error's fields, no command keeps a placeholder,
+    """With the example inventory, a node, its link and the error's fields, no command keeps a placeholder,
     and none names the field report's values unless the inventory says them."""
     from gb10check.hint_context import fields_in, render_command
 
@@ -177,7 +180,8 @@ def test_commands_follow_the_inventory_not_the_field_report(tmp_path):
     text = text.replace("169.254.94.252/16", "10.77.0.1/24").replace("169.254.159.206/16", "10.77.0.2/24")
     inv = parse_inventory(text, "site.toml")
     cat = Catalogue.load()
-    rendered = "\n".join(cat[h].render([context_for(inv, "thinkstationpgx-32")]) for h in sorted(cat.ids))
+    failure = context_for(inv, "thinkstationpgx-32", netdev="enp1s0f0np0")
+    rendered = "\n".join(cat[h].render([failure]) for h in sorted(cat.ids))
     assert "docker stop llm-prod" in rendered and "sudo ufw allow from 10.77.0.0/24" in rendered
     for literal in ("vllm-qwen38", "/home/lenovo", "169.254.0.0/16", "169.254.159.206"):
         assert literal not in rendered, literal
@@ -255,3 +259,77 @@ def test_every_hint_id_the_library_names_is_builtin():
     }
     assert len(named) > 10
     assert [n for n in named if n[2] not in cat] == []
+
+
+# -- a hint's commands are those of the failures it explains, for their nodes and items only ------------
+def _commands(text):
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("$ ")]
+
+
+def test_firewall_advice_is_what_the_failure_found_missing():
+    """firewall-blocks: the failure says `sudo ufw allow 20001/tcp && sudo ufw allow from 192.168.101.0/24`;
+    the hint says the same, not the link-local subnet that is allowed, and not without the API port."""
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    missing = {"qsfp_subnet": ["192.168.101.0/24"], "ufw_port": ["20001"]}
+    text = Catalogue.load()["ufw-blocks-cluster"].render([context_for(inv, "thinkstationpgx-30", extra=missing)])
+    assert _commands(text) == [
+        "$ sudo ufw allow from 192.168.101.0/24   # on thinkstationpgx-30",
+        "$ sudo ufw allow 20001/tcp   # on thinkstationpgx-30",
+        "$ sudo ufw status verbose   # on thinkstationpgx-30",
+    ]
+
+
+def test_link_down_advice_is_the_down_netdev_on_its_node_once():
+    """link-down (enP2p1s0f0np0 down on rank 1): the failures on both ends, on the bandwidth run and the
+    ssh mesh give one `ip link set` line, for the netdev that is down, on the node that has it down;
+    never the healthy netdev, never the other end (which is up), never a line without its node."""
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    r0, r1, down = "thinkstationpgx-30", "thinkstationpgx-32", "enP2p1s0f0np0"
+    contexts = [
+        context_for(inv, r1, netdev=down, extra={"netdev_down": [down]}),  # admin DOWN here
+        context_for(inv, r1, netdev=down, extra={"node": r1, "netdev_down": [down]}),  # rank 0's end: no carrier
+        context_for(inv, r0, netdev=down),  # rank 0's RDMA port DOWN (its netdev is up)
+        context_for(inv, None, netdev=down),  # the bandwidth run: port 1 is Down
+        context_for(inv, r1),  # the ssh mesh: no route to host
+    ]
+    ip_link = [c for c in _commands(Catalogue.load()["roce-link-down"].render(contexts)) if "ip link set" in c]
+    assert ip_link == [f"$ sudo ip link set dev {down} up   # on {r1}"]
+
+
+def test_a_failure_about_no_link_gets_no_list_of_every_link():
+    """Without the failing check naming its items, a list field is empty: the command is left out."""
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    ctx = context_for(inv, "thinkstationpgx-32")
+    assert not {"netdev", "qsfp_subnet", "node_qsfp_ips", "netdev_down"} & set(ctx)
+    one = context_for(inv, "thinkstationpgx-32", netdev="enP2p1s0f0np0")
+    assert (one["netdev"], one["qsfp_subnet"], one["node_qsfp_ips"]) == (
+        ["enP2p1s0f0np0"],
+        ["192.168.101.0/24"],
+        ["192.168.101.11"],
+    )
+    cat = Catalogue.load()
+    for hint_id in cat.ids:  # no command with a list field prints for a failure that named no items
+        for template in cat[hint_id].commands:
+            if {"netdev", "qsfp_subnet", "node_qsfp_ips", "netdev_down", "ufw_port"} & set(fields_in(template)):
+                assert render_command(template, ctx) == [], (hint_id, template)
+
+
+def test_a_command_that_says_where_it_runs_gets_no_node_label():
+    """`ssh ... {ssh_target}` runs where gb10check runs, not on the node it cannot reach."""
+    from gb10check.hint_context import context_for
+    from gb10check.inventory import load_inventory
+
+    inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
+    text = Catalogue.load()["node-unreachable"].render([context_for(inv, "thinkstationpgx-32")])
+    assert _commands(text) == [
+        "$ ssh -o BatchMode=yes -o ConnectTimeout=5 -p 22 lenovo@thinkstationpgx-32 true   # where gb10check runs"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,10 @@ from gb10check.parsers.meminfo import parse_meminfo
 from gb10check.parsers.netplan import configured_netdevs
 from gb10check.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_query
 from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
+from gb10check.snapshot import Snapshot
+from gb10check.transport import CommandResult
 from gb10check.vllm_command import rank_run, vllm_runs
+from selftests.conftest import DATA
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
 ENV0 = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": "0", "VLLM_HOST_IP": "169.254.94.252"}
@@ -353,3 +357,43 @@ def test_docker_client_errors_name_their_hint(stderr, hint):
         with pytest.raises(ParseError) as info:
             parser(stderr + "\n")
         assert info.value.hint_ids == (hint,)
+
+
+DAEMON_DOWN = tomllib.loads((DATA / "commands/docker.daemon_down.28.2.2.generated.toml").read_text())
+DOCKER_29_DOWN = (  # docker 29's wording (public reports of `docker info`, `docker build` with the daemon stopped)
+    "failed to connect to the docker API at unix:///var/run/docker.sock; check if the path is correct and if the "
+    "daemon is running: dial unix /var/run/docker.sock: connect: no such file or directory"
+)
+
+
+def _snapshot_of(read, stdout, stderr, rc):
+    return Snapshot("n1", {read.name: CommandResult(read.name, rc, stdout, stderr, 0.1, False)})
+
+
+@pytest.mark.parametrize(
+    ("read", "name"),
+    [
+        ("DOCKER_INFO", "info"),
+        ("IMAGE", "image_inspect"),
+        ("CONTAINER", "container_inspect"),
+        ("DOCKER_IMAGES", "image_ls"),
+    ],
+)
+@pytest.mark.parametrize("wording", ["28", "29"])
+def test_docker_with_its_daemon_down_is_daemon_down_not_an_empty_answer(read, name, wording):
+    """docker 28.2.2 with no daemon (a real run): `image inspect` prints `[]` as for a missing image and
+    `info` a JSON of empty server fields; stderr says why. Each read names docker-daemon-down."""
+    from gb10check import probes
+
+    out = DAEMON_DOWN[name]
+    stderr = out["stderr"] if wording == "28" else DOCKER_29_DOWN + "\n"
+    snap = _snapshot_of(getattr(probes, read), out["stdout"], stderr, out["rc"])
+    with pytest.raises(ParseError) as info:
+        snap.fact(getattr(probes, read))
+    assert info.value.hint_ids == ("docker-daemon-down",)
+
+
+def test_docker_info_without_a_server_is_daemon_down_even_without_stderr():
+    with pytest.raises(ParseError) as info:
+        parse_docker_info(DAEMON_DOWN["info"]["stdout"])
+    assert info.value.hint_ids == ("docker-daemon-down",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 
@@ -12,13 +13,29 @@ from gb10check.transport import LocalTransport, SshTransport, bounded
 
 
 def test_bounded_wraps_in_coreutils_timeout():
-    assert bounded("echo 'a b'", 7) == "timeout -k 2 7 sh -c 'echo '\"'\"'a b'\"'\"''"
+    assert bounded("echo 'a b'", 7) == "LC_ALL=C LANGUAGE= timeout -k 2 7 sh -c 'echo '\"'\"'a b'\"'\"''"
 
 
 def test_local_runs_and_reports():
     res = LocalTransport("here").run("echo out; echo err >&2; exit 4", timeout=5)
     assert (res.rc, res.stdout, res.stderr, res.timed_out, res.ok) == (4, "out\n", "err\n", False, False)
     assert res.duration > 0
+
+
+def test_every_command_runs_in_the_c_locale_whatever_the_nodes(monkeypatch, tmp_path):
+    """A node installed in Chinese (LANG, LANGUAGE) or with LC_ALL set: its commands still run under
+    LC_ALL=C with LANGUAGE empty (Python's gettext, ufw's, reads LANGUAGE before LC_ALL: a Chinese
+    catalogue is found with LC_ALL=C alone)."""
+    for name, value in {"LANG": "zh_CN.UTF-8", "LANGUAGE": "zh_CN:zh", "LC_ALL": "de_DE.UTF-8"}.items():
+        monkeypatch.setenv(name, value)
+    res = LocalTransport("here").run('echo "$LC_ALL|$LANGUAGE|$LANG"', timeout=5)
+    assert res.stdout == "C||zh_CN.UTF-8\n", res.stdout
+    (tmp_path / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
+    (tmp_path / "zh_CN" / "LC_MESSAGES" / "ufw.mo").touch()  # gettext.find looks for the file only
+    probe = shlex.quote(f"import gettext; print(gettext.find('ufw', {str(tmp_path)!r}) or 'C')")
+    assert LocalTransport("here").run(f"python3 -c {probe}", timeout=10).stdout == "C\n"
+    unfixed = subprocess.run(["sh", "-c", f"LC_ALL=C python3 -c {probe}"], capture_output=True, text=True, timeout=10)
+    assert unfixed.stdout.strip().endswith("ufw.mo")  # LC_ALL=C alone: LANGUAGE still picks the catalogue
 
 
 def test_local_hung_command_is_a_timeout_verdict():

@@ -44,3 +44,14 @@ def test_a_long_tool_error_keeps_what_failed_and_why():
     head, tail = short.split(" ... ")
     assert runc.startswith(head) and runc.endswith(tail)
     assert runc[len(runc) - len(tail) - 1] in " \n" and runc[len(head)] in " \n"  # cut between words
+
+
+@pytest.mark.parametrize("found", ["cgroup vNone, driver ", "None", "userspace None"])
+def test_pythons_none_in_a_message_is_a_bug_of_the_check_not_a_verdict(found):
+    """A value the check did not have must be said ("not reported"), never printed as Python's None."""
+    with pytest.raises(ValueError, match="Python's None"):
+        Evidence().expect(False, what="x", expected="y", found=found)
+
+
+def test_words_that_merely_contain_none_are_not_refused():
+    Evidence().expect(True, what="x", expected="none", found="NoneType is not a GPU; none listed")

@@ -1,0 +1,83 @@
+"""The advice a failure prints is that failure's own: a hint's commands for the nodes and items its
+failures found, in the terminal's troubleshooting section, the summary rows and report.html's cells."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from selftests.e2e.runner import run_suite
+
+pytestmark = pytest.mark.sim
+R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
+
+
+def _section(out: str, hint_id: str) -> list[str]:
+    """The command lines of one hint in the terminal's troubleshooting section."""
+    tail = out.split("= troubleshooting =", 1)[1].split("= short test summary info =", 1)[0]
+    block = tail.split(f"[{hint_id}] ", 1)[1].split("\n\n", 1)[0]
+    return [line.strip() for line in block.splitlines() if line.strip().startswith("$ ")]
+
+
+def test_firewall_advice_matches_the_failure(tmp_path):
+    run = run_suite(tmp_path, "--sim", "firewall-blocks", "-m", "preflight", "-k", "firewall")
+    tid = f"tests_preflight/test_firewall.py::test_firewall_allows_cluster_traffic[{R0}]"
+    assert set(run.failed()) == {tid}, run.out
+    row = next(r for r in run.summary["checks"] if r["test"] == tid)
+    assert row["evidence"][-1]["detail"] == "run: sudo ufw allow 20001/tcp && sudo ufw allow from 192.168.101.0/24"
+    assert _section(run.out, "ufw-blocks-cluster") == [
+        f"$ sudo ufw allow from 192.168.101.0/24   # on {R0}",
+        f"$ sudo ufw allow 20001/tcp   # on {R0}",
+        f"$ sudo ufw status verbose   # on {R0}",
+    ]
+
+
+def test_link_down_advice_is_the_down_end_once_in_the_section_and_each_cell(tmp_path):
+    run = run_suite(tmp_path, "--sim", "link-down", "-m", "network")
+    ip_link = [c for c in _section(run.out, "roce-link-down") if "ip link set" in c]
+    assert ip_link == [f"$ sudo ip link set dev enP2p1s0f0np0 up   # on {R1}"], run.out
+    rows = {r["check"]: r for r in run.summary["checks"] if r["verdict"] == "failed"}
+    own = {check: [c for c in _commands(r["troubleshooting"]["roce-link-down"]) if "ip link set" in c]
+           for check, r in rows.items()}  # fmt: skip
+    fix = [f"$ sudo ip link set dev enP2p1s0f0np0 up   # on {R1}"]
+    assert own == {
+        f"test_qsfp_netdev_up_with_its_address[{R1}-enP2p1s0f0np0]": fix,  # DOWN there
+        f"test_qsfp_netdev_up_with_its_address[{R0}-enP2p1s0f0np0]": fix,  # no carrier here: the other end is DOWN
+        f"test_roce_link_up[{R1}-enP2p1s0f0np0]": fix,
+        f"test_rdma_port_active[{R1}-enP2p1s0f0np0]": fix,
+        f"test_roce_link_up[{R0}-enP2p1s0f0np0]": [],  # up here: this end has nothing to bring up
+        f"test_rdma_port_active[{R0}-enP2p1s0f0np0]": [],
+        f"test_peer_answers_full_frames[{R1}-enP2p1s0f0np0]": [],  # a ping cannot tell which end
+        "test_rdma_write_runs[enP2p1s0f0np0]": [],
+        "test_rdma_bandwidth_all_links_at_once": [],
+    }, run.out
+    page = html.unescape((tmp_path / "reports" / "report.html").read_text())
+    cells = re.findall(r'<td class="cell failed".*?</td>', page, re.S)
+    assert len(cells) == len(rows)
+    for cell in cells:  # each failing cell shows its own failure's commands, never the merged list
+        assert "ip link set dev enp1s0f0np0" not in cell and cell.count("ip link set") <= 1, cell
+
+
+def _commands(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("$ ")]
+
+
+def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
+    """node-down: rank 0's dark ports, its carrier and NCCL's socket netdev (named right) follow from rank 1
+    being off, and say so with rank 1's hint; never `set NCCL_SOCKET_IFNAME` to the value it already has."""
+    run = run_suite(tmp_path, "--sim", "node-down", "-m", "network", "-k", "not bandwidth")
+    ifname = f"tests_network/test_nccl_env.py::test_socket_interfaces_are_on_the_fabric[{R0}]"
+    on_rank0 = {tid: hints for tid, hints in run.failed().items() if f"[{R0}" in tid}
+    assert ifname in on_rank0 and len(on_rank0) == 7, run.out  # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check
+    rows = {r["test"]: r for r in run.summary["checks"]}
+    for tid, hints in on_rank0.items():
+        assert hints == {"node-unreachable"}, (tid, hints)
+        failed = [e for e in rows[tid]["evidence"] if not e["ok"]]
+        assert f"this follows from {R1}, which cannot be reached" in failed[-1]["detail"], failed
+        own = rows[tid]["troubleshooting"]["node-unreachable"]
+        assert "@192.168.40.32 true   # where gb10check runs" in own, own  # the ssh to rank 1, not to rank 0
+    # each says it in one line; the hint's text once, in the troubleshooting section at the end
+    assert run.out.count("[node-unreachable] A node cannot be reached over SSH") == 1, run.out
+    assert "NCCL_SOCKET_IFNAME=" not in rows[ifname]["troubleshooting"].get("nccl-socket-ifname", ""), rows[ifname]
