@@ -47,6 +47,7 @@ FIELDS = {
     "node_qsfp_ip": "the node's address on a rail it shares with rank 0 (else its control-plane address)",
     "node_qsfp_ips": "the node's addresses the failure is about (a list: on the failing rail, or the check's)",
     "rank0": "rank 0's node name (where the API and the suite run)",
+    "peer_ip": "the other node's address on the failing rail (from the check: the one it pinged or measured)",
     "rank0_qsfp_ip": "rank 0's address on a rail it shares with the node (else its control-plane address)",
     "gid_index": "the GID index of the node's rails",
     "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",

@@ -38,5 +38,5 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
         ),
         detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
         hints=hints,
-        context={"ping_size": str(result.size)} if result.size is not None else None,
+        context={"peer_ip": theirs.ip, **({"ping_size": str(result.size)} if result.size is not None else {})},
     )
