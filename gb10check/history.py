@@ -14,6 +14,7 @@ skipped with a warning: never a crash, never deleted.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import statistics
@@ -189,19 +190,28 @@ class Trend:
     worse_by: float  # the fraction today is worse than the median (<= 0: as good or better)
     regressed: bool
     kind: str = ""
-    spread: float = 0.0  # how much the window's values move: 1.4826 x their median absolute deviation / median
-    allowed: float = 0.0  # how much worse than the median it may be: spreads x spread, within floor and ceiling
+    spread: float = 0.0  # how much the window's values move run to run, ± a fraction of the median (_spread)
+    by_spread: float = 0.0  # how much worse than the median `spreads` spreads are (a fraction of the median)
+    allowed: float = 0.0  # how much worse than the median it may be: by_spread, within floor and ceiling
     floor: float = 0.0
     ceiling: float = 0.0
+
+
+def _spread(values: list[float], median: float) -> float:
+    """How much the values move run to run, as one standard deviation of their ratio to the median: 1.4826 x
+    the median absolute deviation of their logarithms (robust to an odd night; a rate and its inverse, decode
+    tokens/s and TPOT, spread alike). Values at or below 0 have no logarithm: their deviation over the median."""
+    if median > 0 and all(v > 0 for v in values):
+        return MAD_TO_SIGMA * statistics.median(abs(math.log(v / median)) for v in values)
+    return MAD_TO_SIGMA * statistics.median(abs(v - median) for v in values) / abs(median)
 
 
 def trends(history: Iterable[Run], figures: dict[str, float], rules: Rules | None = None) -> list[Trend]:
     """Each trended figure of this run against the median and the spread of its last `window` earlier values.
 
-    How much worse than the median a figure may be follows how much it moves from run to run: the spread of
-    the window (its median absolute deviation x1.4826, as a standard deviation would be, a fraction of the
-    median) times `spreads`, never less than its kind's floor (the noise every healthy run of that kind has)
-    nor more than its ceiling (a drop no spread excuses)."""
+    How much worse than the median a figure may be follows how much it moves from run to run: `spreads` times
+    the spread of the window (_spread), never less than its kind's floor (the noise every healthy run of that
+    kind has) nor more than its ceiling (a drop no spread excuses), fractions of the median."""
     rules = rules or Rules()
     earlier = list(history)
     out = []
@@ -216,11 +226,14 @@ def trends(history: Iterable[Run], figures: dict[str, float], rules: Rules | Non
         median = statistics.median(values)
         floor, ceiling = rules.floor[kind.name], rules.ceiling[kind.name]
         if median == 0:  # nothing to be a fraction of (a figure at 0 cannot fall further)
-            out.append(Trend(key, today, median, len(values), 0.0, False, kind.name, 0.0, floor, floor, ceiling))
+            out.append(Trend(key, today, median, len(values), 0.0, False, kind.name, 0.0, 0.0, floor, floor, ceiling))
             continue
-        spread = MAD_TO_SIGMA * statistics.median(abs(v - median) for v in values) / abs(median)
-        allowed = min(ceiling, max(floor, rules.spreads * spread))
+        spread = _spread(values, median)
+        # k spreads from the median, in the direction that is worse: a factor of e^(k x spread) up or down
+        reach = min(rules.spreads * spread, 50.0)
+        by_spread = 1 - math.exp(-reach) if kind.sign > 0 else math.exp(reach) - 1
+        allowed = min(ceiling, max(floor, by_spread))
         worse = (median - today) / abs(median) * kind.sign
-        regressed = worse > allowed
-        out.append(Trend(key, today, median, len(values), worse, regressed, kind.name, spread, allowed, floor, ceiling))
+        out.append(Trend(key, today, median, len(values), worse, worse > allowed, kind.name,
+                         math.exp(spread) - 1, by_spread, allowed, floor, ceiling))  # fmt: skip
     return out

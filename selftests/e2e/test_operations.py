@@ -68,7 +68,7 @@ def test_three_nights_show_the_regression_the_trend_and_the_recovery(tmp_path):
     assert trend["verdict"] == "failed" and trend["hints"] == ["figure-regressed"]
     assert (
         "40 today, 63% worse than the median 109 of the last 1 runs; expected at most 35% worse (its runs spread "
-        "±0.0%, 3 spreads = 0%, within the bandwidth floor 35% and ceiling 45%)"
+        "±0.0%, 3 spreads allow 0%, within the bandwidth floor 35% and ceiling 45%)"
     ) in trend["message"]
     junit = (tmp_path / "night2" / "junit.xml").read_text()
     assert f'name="{TREND}"' in junit and "[figure-regressed]" in junit
@@ -128,7 +128,7 @@ def test_eight_nights_only_the_slow_ones_fail_and_healthy_noise_never_does(tmp_p
     line = next(x for x in runs[5].stdout.splitlines() if "[figure-regressed] decode_tokens_per_s" in x)
     assert re.search(
         r"worse than the median [\d.]+ of the last 5 runs; expected at most \d+% worse \(its runs spread "
-        r"±[\d.]+%, 3 spreads = \d+%, within the tokens_per_s floor 40% and ceiling 60%\)",
+        r"±[\d.]+%, 3 spreads allow \d+%, within the tokens_per_s floor 40% and ceiling 60%\)",
         line,
     ), line
 

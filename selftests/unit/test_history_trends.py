@@ -10,6 +10,7 @@ every kind of figure varying by 30-40% (seeded, so every run of this test judges
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 from pathlib import Path
@@ -132,15 +133,26 @@ def test_the_nights_of_the_issue_only_the_slow_ones_regress():
     assert _regressed(_nights(series)) == [(3, bw), (5, rate), (5, tpot)]
 
 
+def test_a_recorded_run_of_the_eight_nights_only_the_slow_ones_regress():
+    """The e2e run whose last healthy night failed TPOT (88% over its median) when the spread was taken in
+    linear terms: healthy decode 203-416 tokens/s, TPOT a rate's inverse, so skewed."""
+    recorded = json.loads((DATA.parent / "sim-eight-nights.json").read_text())["nights"]
+    regressed = _regressed(_nights([night["figures"] for night in recorded]))
+    assert {i for i, _ in regressed} == {3, 5}, regressed  # link2-slow and decode-slow
+    assert {key.split("::")[1] for i, key in regressed if i == 5} == {"decode_tokens_per_s", "tpot_s"}
+    assert (3, hist.figure_key(BW, "bandwidth_gbps")) in regressed
+
+
 def test_a_regression_says_the_median_the_spread_and_what_was_allowed():
     recorded = _recorded()[:7]
     rate = hist.figure_key(DECODE, "decode_tokens_per_s")
     (trend,) = [t for t in _first_night(recorded, {rate: 100.0}) if t.key == rate]
     median = statistics.median(n[rate] for n in recorded)
-    mad = statistics.median(abs(n[rate] - median) for n in recorded)
+    log_mad = statistics.median(abs(math.log(n[rate] / median)) for n in recorded)  # spread as a ratio
     assert trend.median == median and trend.runs == 7
-    assert trend.spread == pytest.approx(1.4826 * mad / median)
-    assert trend.allowed == pytest.approx(max(0.4, min(0.6, 3 * trend.spread)))
+    assert trend.spread == pytest.approx(math.exp(1.4826 * log_mad) - 1)
+    assert trend.by_spread == pytest.approx(1 - math.exp(-3 * 1.4826 * log_mad))  # 3 spreads below the median
+    assert trend.allowed == pytest.approx(max(0.4, min(0.6, trend.by_spread)))
     assert trend.worse_by == pytest.approx((median - 100) / median) and trend.regressed
     assert trend.kind == "tokens_per_s"
 
