@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from gb10check.errors import CommandLineError
+
 STAGES = {
     "preflight": ("preflight", "before `docker compose up`: drivers, firewall, memory, images, weights, compose"),
     "network": ("network", "after cabling / netplan: links, RDMA ports, GIDs, reachability, bandwidth"),
@@ -25,10 +27,12 @@ EXIT_CODES = """exit status:
   1  a check failed: the troubleshooting section and reports/summary.md say what to do
   2  interrupted (SIGTERM, Ctrl-C): the reports were still written, marked interrupted
   3  an internal error of the suite (please report it with the output)
-  4  usage or set-up error: no or bad inventory, unwritable reports folder, bad options
+  4  usage or set-up error: no or bad inventory, unwritable reports folder, an option without
+     its value or with a bad one (also `gb10check sim` not run as root)
   5  no check was selected (a -k or -m that matches nothing)"""
-# the suite's options that take a path: made absolute here, since pytest runs from the suite
-PATH_OPTIONS = ("--cluster", "--hints", "--reports-dir", "--junitxml", "--junit-xml", "--history", "--prometheus")
+# pytest's own options that take a path: made absolute too, since pytest runs from the suite
+PYTEST_PATH_OPTIONS = ("--junitxml", "--junit-xml")
+SIM = "--sim"
 
 
 def suite_root() -> Path:
@@ -61,24 +65,66 @@ def _with_stage(args: list[str], marker: str) -> list[str]:
     return [*out, "-m", " and ".join([marker, *(f"({e})" for e in exprs)])]
 
 
-def _absolute(args: list[str], cwd: Path) -> list[str]:
-    """`--cluster x.toml` and `--cluster=x.toml` alike become `--cluster=/abs/x.toml`."""
+def _value(args: list[str], i: int) -> tuple[str | None, int]:
+    """The value of the option at args[i]: after its '=', else the next argument unless that is an option
+    (as argparse reads it); and the index of the last argument used."""
+    _, eq, value = args[i].partition("=")
+    if eq:
+        return value, i
+    if i + 1 < len(args) and not args[i + 1].startswith("-"):
+        return args[i + 1], i + 1
+    return None, i
+
+
+def _missing(args: list[str], i: int) -> str:
+    """What stood where the value should be, for the message."""
+    if "=" in args[i]:
+        return " (nothing after '=')"
+    return f" (found the option {args[i + 1]})" if i + 1 < len(args) else " (nothing followed it)"
+
+
+def _normalised(args: list[str], cwd: Path) -> list[str]:
+    """The suite's options as pytest must get them: `--cluster x.toml` and `--cluster=x.toml` alike
+    become `--cluster=/abs/x.toml` (pytest takes a bare path for a test path), `--sim FILE` too, numbers
+    checked. A value that is missing or bad is a CommandLineError, said in the suite's words."""
+    from fixtures.settings import NUMBER_OPTIONS, OPTIONS, positive
+
+    paths = {opt.flag for opt in OPTIONS} | set(PYTEST_PATH_OPTIONS)
+    numbers = {opt.flag: opt.metavar for opt in NUMBER_OPTIONS}
     out: list[str] = []
     i = 0
     while i < len(args):
-        arg = args[i]
-        name, eq, value = arg.partition("=")
-        if name in PATH_OPTIONS:
-            if not eq:
-                if i + 1 >= len(args):
-                    raise SystemExit(f"gb10check: {name} needs a path")
-                value, i = args[i + 1], i + 1
-            out.append(f"{name}={(cwd / Path(value).expanduser()).resolve()}")
-        elif name == "--sim" and eq and (value.endswith(".toml") or "/" in value):
-            out.append(f"--sim={(cwd / value).resolve()}")
+        name = args[i].partition("=")[0]
+        if name not in paths and name not in numbers and name != SIM:
+            out.append(args[i])
+            i += 1
+            continue
+        value, last = _value(args, i)
+        if name == SIM:
+            if value == "":
+                raise CommandLineError(
+                    f"{SIM}= needs a scenario: a builtin name or a .toml file ({SIM} alone: healthy)"
+                )
+            if value is None:
+                out.append(SIM)  # the builtin healthy scenario
+            elif value.endswith(".toml") or os.sep in value:
+                out.append(f"{SIM}={(cwd / Path(value).expanduser()).resolve()}")
+            else:
+                out.append(f"{SIM}={value}")
+        elif name in numbers:
+            metavar = numbers[name]
+            if not value:
+                raise CommandLineError(f"{name} needs {metavar}, a number{_missing(args, i)}: {name} 30 or {name}=30")
+            try:
+                positive(value)
+            except argparse.ArgumentTypeError as exc:
+                raise CommandLineError(f"{name} takes {metavar}: {exc}") from None
+            out.append(f"{name}={value}")
         else:
-            out.append(arg)
-        i += 1
+            if not value:
+                raise CommandLineError(f"{name} needs a path{_missing(args, i)}: {name} PATH or {name}=PATH")
+            out.append(f"{name}={(cwd / Path(value).expanduser()).resolve()}")
+        i = last + 1
     return out
 
 
@@ -89,14 +135,16 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
-        "       gb10check sim up [SCENARIO] | list | clean [--all]",
+        "       gb10check sim up [SCENARIO] | list | clean",
         epilog=f"""stages:
 {stages}
-  sim        the simulated cluster by hand: up [SCENARIO], list, clean [--all] (needs root)
+  sim        the simulated cluster by hand (needs root): up [SCENARIO], list, clean (removes the
+             clusters whose owner is gone, names those in use)
 
 options (also `pytest --help`, group gb10check):
   --cluster PATH       the inventory (default: $GB10_CLUSTER, else ./cluster.toml)
-  --sim [SCENARIO]     run against the bundled simulated cluster instead (root)
+  --sim [SCENARIO]     run against the bundled simulated cluster instead (root): a builtin name
+                       (gb10check sim list) or a scenario file; alone: healthy
   --hints FILE         your site's own hints, added to the builtin catalogue
   --reports-dir DIR    where junit.xml, summary.md, summary.json and report.html go
   --history DIR        keep each run there; regressions, recoveries and trend checks against it
@@ -132,17 +180,23 @@ def _main(args: list[str]) -> int:
         return 0 if args else 4
     stage, rest = args[0], args[1:]
     root = suite_root()
+    sys.path.insert(0, str(root))  # the sim, and the settings (fixtures/settings.py) naming what each option takes
     if stage == "sim":
-        sys.path.insert(0, str(root))
         from sim.__main__ import main as sim_main
 
-        return sim_main(rest)
+        return sim_main(rest, prog="gb10check sim")
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
         print(f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'sim'])}", file=sys.stderr)
         return 4
     cwd = Path.cwd()
-    pytest_args = [f"--rootdir={root}", "-c", str(root / "pytest.ini"), *_absolute(rest, cwd)]
+    try:
+        options = _normalised(rest, cwd)
+    except CommandLineError as exc:
+        _parser().print_usage(sys.stderr)
+        print(f"gb10check: {exc}\nSee gb10check --help.", file=sys.stderr)
+        return 4
+    pytest_args = [f"--rootdir={root}", "-c", str(root / "pytest.ini"), *options]
     marker = STAGES[stage][0]
     if marker:
         pytest_args = _with_stage(pytest_args, marker)

@@ -5,6 +5,7 @@
     ├── HintCatalogueError    a hints file is malformed
     ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
     ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
+    ├── CommandLineError      the `gb10check` command line lacks a value or has a bad one (exit status 4)
     ├── ParseError            a tool printed something its parser does not recognise
     ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
@@ -73,6 +74,10 @@ class ReportsUnwritable(GB10Error):
 
 
 class InputFileError(GB10Error):
+    pass
+
+
+class CommandLineError(GB10Error):
     pass
 
 

@@ -5,8 +5,8 @@ Each run's summary.json is kept in DIR as `run-<UTC time>-<pid>.json` (retention
 removed first; only files of that name are ever removed). Against them:
 - a check that passed in the previous run and fails now is a regression, one that failed and
   passes now a recovery (a check the previous run did not have is neither);
-- a trended figure worse than the median of its last runs by more than the tolerance is a trend
-  failure (`figure-regressed`); fewer earlier runs than the minimum is too little history.
+- a trended figure worse than the median of its last runs by more than their spread allows (trends)
+  is a trend failure (`figure-regressed`); fewer earlier runs than the minimum is too little history.
 A file in DIR that is not a summary of this schema (corrupt, foreign, another version, hostile)
 is skipped with one warning: never a crash, never deleted. Each file is read within a size bound
 (MAX_RUN_BYTES), as strict JSON (no NaN or infinities, a bounded depth, numbers a float holds, no
@@ -18,6 +18,7 @@ list where a mapping belongs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import statistics
@@ -42,19 +43,58 @@ RUN_FILE = re.compile(r"^run-\d{8}T\d{6}Z-\d+\.json$")
 DEFAULT_KEEP = 60
 DEFAULT_WINDOW = 7  # the median of the last this-many runs
 DEFAULT_MIN_RUNS = 3  # fewer earlier runs with the figure: too little history to judge a trend
-DEFAULT_TOLERANCE = 0.10
+DEFAULT_SPREADS = 3.0  # how many spreads of its history a figure may be worse than its median
+MAD_TO_SIGMA = 1.4826  # the median absolute deviation of normal noise times this is its standard deviation
 
-# figures whose trend is judged, and which way is better (a name may end in _<link or node>)
-HIGHER_IS_BETTER = ("bandwidth_gbps", "decode_tokens_per_s", "mem_available_gib")
-LOWER_IS_BETTER = ("ttft_s", "tpot_s")
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of trended figure: its names (a name may end in _<link or node>), which way is better, and
+    how much worse than its median (a fraction of it) a figure may be, at least and at most."""
+
+    name: str
+    figures: tuple[str, ...]
+    sign: int  # +1: higher is better, -1: lower is better
+    floor: float
+    ceiling: float
+
+
+# The floors: healthy runs of the simulated cluster on a busy machine vary by 30-40% and more (decode
+# 225-410 tokens/s, up to 33% below its median; TPOT up to 58% and TTFT up to 36% above theirs:
+# selftests/data/history); a figure whose runs vary that much must not fail on a quiet window. A time
+# is the inverse of a rate: 40% fewer tokens/s is 67% more TPOT. The ceilings: a link at half speed
+# (50%), decode at a third (67% fewer tokens/s, 200% more TPOT) fail whatever the spread. A real GB10
+# varies far less (decode 22.6 vs 23.3 tokens/s, ib_write_bw within a few %): a site may tighten the
+# floors ([history] floor); the checks' own minimums (min_gbps, min_decode_tokens_per_s) hold anyway.
+KINDS = (
+    Kind("bandwidth", ("bandwidth_gbps",), 1, 0.35, 0.45),
+    Kind("tokens_per_s", ("decode_tokens_per_s",), 1, 0.4, 0.6),
+    Kind("memory", ("mem_available_gib",), 1, 0.35, 0.6),
+    Kind("ttft", ("ttft_s",), -1, 0.75, 2.0),
+    Kind("tpot", ("tpot_s",), -1, 0.7, 1.5),
+)
+
+
+def kind_of(figure: str) -> Kind | None:
+    """The kind a figure is of, None: not trended."""
+    return next((k for k in KINDS if any(figure == n or figure.startswith(n + "_") for n in k.figures)), None)
 
 
 def direction(figure: str) -> int | None:
     """+1: higher is better, -1: lower is better, None: not trended."""
-    for names, sign in ((HIGHER_IS_BETTER, 1), (LOWER_IS_BETTER, -1)):
-        if any(figure == n or figure.startswith(n + "_") for n in names):
-            return sign
-    return None
+    kind = kind_of(figure)
+    return kind.sign if kind else None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How figures are judged against their history ([history] of the inventory)."""
+
+    window: int = DEFAULT_WINDOW
+    min_runs: int = DEFAULT_MIN_RUNS
+    spreads: float = DEFAULT_SPREADS
+    floor: dict[str, float] = field(default_factory=lambda: {k.name: k.floor for k in KINDS})  # by kind
+    ceiling: dict[str, float] = field(default_factory=lambda: {k.name: k.ceiling for k in KINDS})
 
 
 def figure_key(check: str, figure: str) -> str:
@@ -230,27 +270,51 @@ class Trend:
     runs: int  # earlier runs with this figure (within the window)
     worse_by: float  # the fraction today is worse than the median (<= 0: as good or better)
     regressed: bool
+    kind: str = ""
+    spread: float = 0.0  # how much the window's values move run to run, ± a fraction of the median (_spread)
+    by_spread: float = 0.0  # how much worse than the median `spreads` spreads are (a fraction of the median)
+    allowed: float = 0.0  # how much worse than the median it may be: by_spread, within floor and ceiling
+    floor: float = 0.0
+    ceiling: float = 0.0
 
 
-def trends(
-    history: Iterable[Run],
-    figures: dict[str, float],
-    tolerance: float = DEFAULT_TOLERANCE,
-    window: int = DEFAULT_WINDOW,
-    min_runs: int = DEFAULT_MIN_RUNS,
-) -> list[Trend]:
-    """Each trended figure of this run against the median of its last `window` earlier values."""
+def _spread(values: list[float], median: float) -> float:
+    """How much the values move run to run, as one standard deviation of their ratio to the median: 1.4826 x
+    the median absolute deviation of their logarithms (robust to an odd night; a rate and its inverse, decode
+    tokens/s and TPOT, spread alike). Values at or below 0 have no logarithm: their deviation over the median."""
+    if median > 0 and all(v > 0 for v in values):
+        return MAD_TO_SIGMA * statistics.median(abs(math.log(v / median)) for v in values)
+    return MAD_TO_SIGMA * statistics.median(abs(v - median) for v in values) / abs(median)
+
+
+def trends(history: Iterable[Run], figures: dict[str, float], rules: Rules | None = None) -> list[Trend]:
+    """Each trended figure of this run against the median and the spread of its last `window` earlier values.
+
+    How much worse than the median a figure may be follows how much it moves from run to run: `spreads` times
+    the spread of the window (_spread), never less than its kind's floor (the noise every healthy run of that
+    kind has) nor more than its ceiling (a drop no spread excuses), fractions of the median."""
+    rules = rules or Rules()
     earlier = list(history)
     out = []
     for key, today in sorted(figures.items()):
-        sign = direction(figure_of(key))
-        if sign is None:
+        kind = kind_of(figure_of(key))
+        if kind is None:
             continue
-        values = [run.figures[key] for run in earlier if key in run.figures][-window:]
-        if len(values) < min_runs:
-            out.append(Trend(key, today, None, len(values), 0.0, False))
+        values = [run.figures[key] for run in earlier if key in run.figures][-rules.window :]
+        if len(values) < rules.min_runs:
+            out.append(Trend(key, today, None, len(values), 0.0, False, kind.name))
             continue
         median = statistics.median(values)
-        worse = 0.0 if median == 0 else (median - today) / median * sign
-        out.append(Trend(key, today, median, len(values), worse, worse > tolerance))
+        floor, ceiling = rules.floor[kind.name], rules.ceiling[kind.name]
+        if median == 0:  # nothing to be a fraction of (a figure at 0 cannot fall further)
+            out.append(Trend(key, today, median, len(values), 0.0, False, kind.name, 0.0, 0.0, floor, floor, ceiling))
+            continue
+        spread = _spread(values, median)
+        # k spreads from the median, in the direction that is worse: a factor of e^(k x spread) up or down
+        reach = min(rules.spreads * spread, 50.0)
+        by_spread = 1 - math.exp(-reach) if kind.sign > 0 else math.exp(reach) - 1
+        allowed = min(ceiling, max(floor, by_spread))
+        worse = (median - today) / abs(median) * kind.sign
+        out.append(Trend(key, today, median, len(values), worse, worse > allowed, kind.name,
+                         math.exp(spread) - 1, by_spread, allowed, floor, ceiling))  # fmt: skip
     return out

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gb10check import history as hist
 from gb10check import topology
 from gb10check.errors import InventoryError, clip
 from gb10check.textfile import read_text
@@ -267,13 +268,69 @@ class NcclTests(_Strict):
     timeout: float = Field(300.0, gt=0, le=3600)
 
 
+TOLERANCE_GONE = (
+    "history.tolerance is no longer read: a fixed band failed healthy runs whose figures vary more than it. "
+    "Each figure is now judged against the spread of its own history (spreads = {spreads}: how many spreads "
+    "worse than its median it may be), within a floor and a ceiling per kind of figure (fractions of the median; "
+    "{kinds}). Delete tolerance; to keep a fixed band of {tolerance} for every figure anyway, write "
+    "floor = {{ {same} }} and ceiling = {{ {same} }}"
+)
+
+
 class HistoryRules(_Strict):
-    """[history]: how --history=DIR keeps runs and judges trends."""
+    """[history]: how --history=DIR keeps runs and judges trends (gb10check/history.py)."""
 
     keep: int = Field(60, ge=1, le=10000)  # runs kept in DIR (the oldest go first)
-    tolerance: float = Field(0.10, gt=0, lt=1)  # a figure this much worse than its median fails its trend
-    window: int = Field(7, ge=1, le=365)  # the median of the last this-many runs
-    min_runs: int = Field(3, ge=1, le=365)  # fewer earlier runs with the figure: too little history
+    window: int = Field(hist.DEFAULT_WINDOW, ge=1, le=365)  # the median and spread of the last this-many runs
+    min_runs: int = Field(hist.DEFAULT_MIN_RUNS, ge=1, le=365)  # fewer earlier runs: too little history
+    # a figure may be this many spreads of its history worse than its median (within its kind's floor and ceiling)
+    spreads: float = Field(hist.DEFAULT_SPREADS, gt=0, le=100)
+    floor: dict[str, float] = {}  # kind -> the least it may be worse, a fraction of the median (default: KINDS)
+    ceiling: dict[str, float] = {}  # kind -> the most it may be worse: a drop beyond fails whatever the spread
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerance_gone(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tolerance" in data:
+            kinds = ", ".join(f"{k.name} {k.floor:g}..{k.ceiling:g}" for k in hist.KINDS)
+            same = ", ".join(f"{k.name} = {data['tolerance']!r}" for k in hist.KINDS)
+            spreads = data.get("spreads", hist.DEFAULT_SPREADS)
+            raise ValueError(
+                TOLERANCE_GONE.format(spreads=spreads, kinds=kinds, tolerance=data["tolerance"], same=same)
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _bands(self) -> HistoryRules:
+        names = [k.name for k in hist.KINDS]
+        for table, values in (("floor", self.floor), ("ceiling", self.ceiling)):
+            for name, value in values.items():
+                if name not in names:
+                    raise ValueError(f"{table}: unknown kind of figure {name!r}; the kinds: {', '.join(names)}")
+                if value <= 0:
+                    raise ValueError(f"the {table} of {name} must be above 0 (found {value!r})")
+        rules = self.judging()
+        for kind in hist.KINDS:
+            floor, ceiling = rules.floor[kind.name], rules.ceiling[kind.name]
+            if kind.sign > 0 and ceiling >= 1:
+                raise ValueError(
+                    f"the ceiling of {kind.name} must be below 1 (found {ceiling!r}): a figure where higher is "
+                    "better cannot fall by all of its median or more, so it would never fail"
+                )
+            if floor > ceiling:
+                raise ValueError(f"the floor of {kind.name} ({floor!r}) is above its ceiling ({ceiling!r})")
+        return self
+
+    def judging(self) -> hist.Rules:
+        """The rules gb10check/history.py judges by: the defaults per kind, with this table's own."""
+        defaults = hist.Rules()
+        return hist.Rules(
+            window=self.window,
+            min_runs=self.min_runs,
+            spreads=self.spreads,
+            floor={**defaults.floor, **self.floor},
+            ceiling={**defaults.ceiling, **self.ceiling},
+        )
 
 
 class Cluster(_Strict):

@@ -1,8 +1,11 @@
 """python -m sim: manage the simulated cluster by hand.
 
 python -m sim up [SCENARIO]   bring it up and wait (Ctrl-C tears it down); prints the inventory path
-python -m sim clean [--all]   remove what crashed runs left (--all: every simulated cluster)
+python -m sim clean           remove the clusters whose owner is gone (crashed or killed runs'); name
+                              those still in use (to remove one, end its owner: kill PID, then clean)
 python -m sim list            the builtin scenarios
+
+exit status: 0 done, 4 usage or set-up error (not root, no such scenario, the cluster did not come up)
 """
 
 from __future__ import annotations
@@ -10,21 +13,33 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from typing import NoReturn
 
 from gb10check.errors import SimError
 from sim.cluster import SimCluster, clean_stale, why_not_available
 from sim.scenario import builtin_names, load_scenario
 
+USAGE = 4  # gb10check's status for a usage or set-up error (argparse's own 2 reads as "interrupted")
+ALL_REFUSED = (
+    "clean --all is no longer taken: it removed simulated clusters other runs were still using (their checks "
+    "failed mid-run). `clean` removes every cluster whose owner is gone and names those in use; to remove one "
+    "of those, end its owner (kill PID: it tears its cluster down) and run clean again"
+)
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m sim", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m sim") -> int:
+    parser = _Parser(prog=prog, description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up")
     up.add_argument("scenario", nargs="?", default="healthy")
     clean = sub.add_parser("clean")
-    clean.add_argument("--all", action="store_true")
+    clean.add_argument("--all", action="store_true", help=argparse.SUPPRESS)  # refused, saying why
     sub.add_parser("list")
     args = parser.parse_args(argv)
     try:
@@ -40,11 +55,21 @@ def main(argv: list[str] | None = None) -> int:
                     fails = f"{len(scenario.expect.fails)} check(s): {', '.join(hints)}" if hints else "nothing"
                     print(f"{'':{width}}  ({run}) fails {fails}")
         elif args.cmd == "clean":
+            if args.all:
+                raise SimError(ALL_REFUSED)
             reason = why_not_available()
             if reason:  # namespaces and /run/gb10sim are root's: without root nothing can be removed
                 raise SimError(f"cannot clean: {reason}")
-            removed = clean_stale(everything=args.all)
-            print(f"removed {len(removed)} simulated cluster(s)" + (f": {', '.join(removed)}" if removed else ""))
+            cleaned = clean_stale()
+            removed = cleaned.removed
+            print(
+                f"removed {len(removed)} simulated cluster(s) whose owner is gone"
+                + (f": {', '.join(removed)}" if removed else "")
+            )
+            if cleaned.in_use:
+                print(f"left {len(cleaned.in_use)} in use (owner pid: its command; kill PID ends it and its cluster):")
+                for owner in cleaned.in_use:
+                    print(f"  {owner.describe()}")
         else:
             sim = SimCluster(load_scenario(args.scenario))
             path = sim.up()
@@ -62,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 sim.down()
     except SimError as exc:
         print(f"sim: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     return 0
 
 

@@ -6,8 +6,9 @@ and nvidia-module entries (the namespace's real /sys/class/net and /sys/devices 
 so carrier and operstate are live), its own /proc/meminfo and /proc/driver/nvidia, and stub
 tools over /usr/local/bin. Links are veth pairs named and addressed like the QSFP netdevs; a
 LAN veth (enP7s7) carries SSH, as the LAN does in production. Nothing is routed out of the
-namespaces. Everything made is named after the owner's pid, so a later run can clean what a
-crashed one left (`python -m sim clean`).
+namespaces. Everything made is named after the owner's pid (its start time recorded beside, so a
+reused pid is not taken for the owner), so a later run can clean what a crashed one left (`python -m
+sim clean`), and leaves alone what a live one uses.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import Any
 
 import tomli_w
 
-from gb10check.errors import SimError
+from gb10check.errors import SimError, clip
+from gb10check.redact import redact
 from sim import netns, node_files
 from sim.node import PROJECT_ROOT, SSHD, SimNode
 from sim.node_files import write_node_files
@@ -39,6 +41,7 @@ from sim.scenario import Scenario, merge
 
 EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
 RUN_ROOT = Path("/run/gb10sim")
+OWNER_FILE = "owner"  # in RUN_ROOT/<owner>: which process made the cluster (sim clean leaves it while it runs)
 NS_PREFIX = "gb10sim-"
 LAN_NETDEV = "enP7s7"
 REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
@@ -80,13 +83,64 @@ def why_not_available() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (a zombie is dead, only unreaped)."""
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields from the state on (field 3), None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+            return fh.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (a zombie is dead, only unreaped)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started (clock ticks since boot, stat's field 22): with its pid, which process it is
+    (a pid is reused, the pair is not)."""
+    fields = _stat(pid)
+    return fields[19] if fields is not None and fields[0] != "Z" and len(fields) > 19 else None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process a simulated cluster belongs to (the run that made it), as its name in the namespaces
+    and under RUN_ROOT says (its pid), and whether it still runs."""
+
+    name: str
+    live: bool
+    command: str = ""  # its command line, while it runs
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.command or '(no command line)'}"
+
+
+def _record_owner(directory: Path, pid: int) -> None:
+    """Who made the cluster: `<pid> <start time>` (a later clean tells a reused pid from the owner)."""
+    (directory / OWNER_FILE).write_text(f"{pid} {_start_time(pid)}\n")
+
+
+def owner_of(name: str) -> Owner:
+    """Whether the cluster named after `name` is still in use: its owner's pid runs, and is the process that
+    made it (the start time recorded in RUN_ROOT/<name>/owner; a cluster made before owners were recorded,
+    or still being made, has none: its live pid is taken for the owner)."""
+    started = _start_time(int(name)) if name.isdigit() else None
+    if started is None:
+        return Owner(name, False)
+    try:
+        recorded = (RUN_ROOT / name / OWNER_FILE).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        recorded = []
+    if recorded and recorded[-1] != started:  # the pid now belongs to another process
+        return Owner(name, False)
+    try:
+        command = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return Owner(name, True, clip(redact("".join(c if c.isprintable() else "?" for c in command)), 160))
 
 
 def _kill_netns_processes(ns: str) -> None:
@@ -114,17 +168,27 @@ def _namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def clean_stale(everything: bool = False) -> list[str]:
-    """Remove what runs whose owner process is gone left behind (all sims with everything=True)."""
+@dataclass(frozen=True)
+class Cleaned:
+    removed: list[str]  # owners (pids) whose clusters were removed
+    in_use: list[Owner]  # clusters left alone: their owner runs
+
+
+def clean_stale() -> Cleaned:
+    """Remove the simulated clusters whose owner is gone (a crashed or killed run's); leave, and name, the
+    ones still in use: another run's checks are using them."""
     owners = {ns[len(NS_PREFIX) :].split("-")[0] for ns in _namespaces() if ns.startswith(NS_PREFIX)}
     if RUN_ROOT.is_dir():
         owners |= {p.name for p in RUN_ROOT.iterdir()}
-    removed = []
+    removed, in_use = [], []
     for owner in sorted(owners):
-        if everything or not (owner.isdigit() and _pid_alive(int(owner))):
+        state = owner_of(owner)
+        if state.live:
+            in_use.append(state)
+        else:
             _remove_owner(owner)
             removed.append(owner)
-    return removed
+    return Cleaned(removed, in_use)
 
 
 @dataclass
@@ -164,6 +228,8 @@ class SimCluster:
         try:
             self.dir.mkdir(parents=True)
             self.dir.chmod(0o711)  # an unprivileged login must reach its node's stubs; no listing
+            if self.owner.isdigit():
+                _record_owner(self.dir, int(self.owner))
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
             _sh(
                 "ssh-keygen",

@@ -79,3 +79,67 @@ def test_gb10check_runs_a_stage_against_the_sim_from_anywhere(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "out" / "junit.xml").is_file() and (tmp_path / "out" / "summary.json").is_file()
     assert "passed" in proc.stdout
+
+
+# -- exit statuses: a usage error is 4, in the suite's words ---------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cluster"], "gb10check: --cluster needs a path (nothing followed it): --cluster PATH or --cluster=PATH"),
+        (["--reports-dir"], "gb10check: --reports-dir needs a path"),
+        (["--history"], "gb10check: --history needs a path"),
+        (["--hints"], "gb10check: --hints needs a path"),
+        (["--prometheus"], "gb10check: --prometheus needs a path"),
+        (["--cluster", "-q"], "gb10check: --cluster needs a path (found the option -q"),
+        (["--soak"], "gb10check: --soak needs MINUTES, a number (nothing followed it): --soak 30 or --soak=30"),
+        (["--wait-ready"], "gb10check: --wait-ready needs SECONDS, a number"),
+        (["--soak", "abc"], "gb10check: --soak takes MINUTES: 'abc' is not a number"),
+    ],
+)
+def test_an_option_without_its_value_exits_4_in_the_suites_words(tmp_path, args, message):
+    proc = _gb10check(tmp_path, "preflight", *args)
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # 1 would read as a failed cluster in CI
+    assert message in proc.stderr, proc.stderr
+    assert "pytest.main()" not in proc.stdout + proc.stderr  # not pytest's usage text
+    assert "gb10check --help" in proc.stderr
+
+
+def _as_nobody() -> list[str]:
+    """The prefix that runs a command as an unprivileged user, without capabilities."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to run a command as an unprivileged user")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+
+
+def test_sim_clean_without_root_is_a_set_up_error_not_an_interruption(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = str(Path(sys.executable).with_name("gb10check"))
+    prefix = _as_nobody()
+    proc = subprocess.run([*prefix, command, "sim", "clean"], cwd="/", capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # 2 is "interrupted"
+    assert "sim: cannot clean: the simulated cluster needs root" in proc.stderr
+    bad = subprocess.run([command, "sim", "nonsense"], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)  # fmt: skip
+    assert bad.returncode == 4, bad.stderr  # argparse's own 2 would read as interrupted too
+    assert "invalid choice: 'nonsense'" in bad.stderr
+
+
+def test_sim_takes_a_scenario_file_outside_the_suite_with_a_space(tmp_path):
+    """`--sim PATH` as `--sim=PATH`: the file's scenario runs (its slow link fails bw-low)."""
+    if os.geteuid() != 0:
+        pytest.skip("the simulated cluster needs root")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "slow.toml").write_text('base = "link2-slow"\n')
+    check = "test_rdma_bandwidth and enP2p1s0f0np0 and not all_links"
+    for value in (str(site / "slow.toml"), "site/slow.toml"):
+        proc = _gb10check(tmp_path, "network", "--sim", value, "-k", check, "--reports-dir", "out", "-q")
+        assert "unrecognized arguments" not in proc.stdout + proc.stderr
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "[bw-low]" in proc.stdout, proc.stdout

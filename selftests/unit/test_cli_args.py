@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from gb10check.cli import _with_stage
+from gb10check.cli import _normalised, _with_stage
+from gb10check.errors import CommandLineError
 
 
 @pytest.mark.parametrize(
@@ -17,3 +20,41 @@ from gb10check.cli import _with_stage
 )
 def test_a_stage_keeps_the_operators_own_marker_expression(args, expected):
     assert _with_stage(args, "network") == expected
+
+
+# -- values of the suite's options, with or without '=' (gb10check/cli.py's _normalised) -------------------
+@pytest.mark.parametrize("flag", ["--cluster", "--reports-dir", "--history", "--hints", "--prometheus"])
+def test_a_path_option_without_its_path_is_a_usage_error(flag, tmp_path):
+    for args in ([flag], [flag, "-q"], [f"{flag}="]):
+        with pytest.raises(CommandLineError, match=rf"^{flag} needs a path"):
+            _normalised(args, tmp_path)
+
+
+@pytest.mark.parametrize(("flag", "metavar"), [("--soak", "MINUTES"), ("--wait-ready", "SECONDS")])
+def test_a_number_option_without_its_number_is_a_usage_error_in_the_suites_words(flag, metavar, tmp_path):
+    with pytest.raises(
+        CommandLineError, match=rf"^{flag} needs {metavar}, a number \(nothing followed it\): {flag} 30 or {flag}=30"
+    ):
+        _normalised([flag], tmp_path)
+    with pytest.raises(CommandLineError, match=rf"^{flag} takes {metavar}: 'abc' is not a number"):
+        _normalised([flag, "abc"], tmp_path)
+    assert _normalised([flag, "30"], tmp_path) == [f"{flag}=30"]
+    assert _normalised([f"{flag}=30", "-q"], tmp_path) == [f"{flag}=30", "-q"]
+
+
+def test_sim_takes_a_scenario_file_with_or_without_equals(tmp_path):
+    where = (tmp_path / "site" / "my.toml").resolve()
+    for args in (["--sim", "site/my.toml", "-q"], ["--sim=site/my.toml", "-q"], ["--sim", str(where), "-q"]):
+        assert _normalised(args, tmp_path) == [f"--sim={where}", "-q"], args
+    assert _normalised(["--sim", "link-down", "-q"], tmp_path) == ["--sim=link-down", "-q"]  # a builtin name
+    assert _normalised(["--sim", "-q"], tmp_path) == ["--sim", "-q"]  # no value: healthy
+    assert _normalised(["-q", "--sim"], tmp_path) == ["-q", "--sim"]
+    with pytest.raises(CommandLineError, match=r"^--sim= needs a scenario"):
+        _normalised(["--sim="], tmp_path)
+
+
+def test_paths_become_absolute_with_or_without_equals(tmp_path):
+    assert _normalised(["--cluster", "c.toml", "--history=~/h"], tmp_path) == [
+        f"--cluster={(tmp_path / 'c.toml').resolve()}",
+        f"--history={Path('~/h').expanduser().resolve()}",
+    ]

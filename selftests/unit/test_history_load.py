@@ -46,7 +46,7 @@ def test_every_hostile_run_file_is_read_with_its_types_or_skipped_with_one_warni
     assert "not a gb10check summary of schema 2 (found a string)" in said["schema_version: a string"]
 
     # and whatever was loaded, the judging and the report take it
-    hist.trends(history.runs, {BANDWIDTH: 100.0}, min_runs=1)
+    hist.trends(history.runs, {BANDWIDTH: 100.0}, hist.Rules(min_runs=1))
     hist.changes(history.runs[-1], {"tests_preflight/test_driver.py::test_driver_loaded[a]": "passed"})
     summary = bad_day.history_template()
     assert "<svg" in html_report.render(summary, {}, history.runs)
