@@ -150,6 +150,7 @@ def _example_contexts():
         "netdev_down": ["enp1s0f0np0"],
         "ufw_port": ["20001"],
         "ping_size": "1472",
+        "peer_ip": "169.254.159.206",
     }
     reads = root_reads(["/etc/netplan/40-cx7.yaml"])
     return inv, [context_for(inv, n.name, root_reads=reads, rail="enp1s0f0np0", extra=extra) for n in inv.nodes]
