@@ -122,14 +122,19 @@ class Transport(Protocol):
 
 @dataclass
 class TransportStats:
-    connections: int = 0
+    connections: int = 0  # made
     commands: int = 0
+    connect_attempts: int = 0  # tried, made or not: an unreachable node costs one per session
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count(self, *, connection: bool = False) -> None:
         with self.lock:
             self.connections += int(connection)
             self.commands += int(not connection)
+
+    def attempt(self) -> None:
+        with self.lock:
+            self.connect_attempts += 1
 
 
 class LocalTransport:
@@ -215,6 +220,7 @@ class SshTransport:
         import paramiko
         from fabric import Config, Connection
 
+        self.stats.attempt()
         config = Config(lazy=not self.use_ssh_config, overrides={"runners": {"remote": _remote_runner()}})
         connect_kwargs: dict[str, Any] = {
             "banner_timeout": self.connect_timeout,

@@ -120,7 +120,10 @@ def wait_ready(
         low = [s for s in states.values() if s.mem_available is not None and s.mem_available < floor]
         if low:
             shown = ", ".join(f"{s.node} {s.mem_available / GIB:.1f} GiB" for s in low)  # type: ignore[operator]
-            seen.why = f"MemAvailable fell below {stop_below_gib:g} GiB on {shown}"
+            waited = time.monotonic() - start
+            seen.why = (
+                f"MemAvailable fell below {stop_below_gib:g} GiB on {shown}, {waited:.0f} s into the wait of {budget:g}"
+            )
             seen.hint = "memavailable-low"
             if stop_on_low_memory:
                 seen.stopped = stop_containers(cluster, deployment)
@@ -134,8 +137,12 @@ def wait_ready(
             return True
         exited = [s for s in states.values() if s.container is not None and not s.container.running]
         if exited:
-            seen.why = "the container exited during the wait on " + ", ".join(
-                f"{s.node} ({s.container.status}, exit {s.container.exit_code})" for s in exited if s.container
+            seen.why = (
+                "the container exited during the wait on "
+                + ", ".join(
+                    f"{s.node} ({s.container.status}, exit {s.container.exit_code})" for s in exited if s.container
+                )
+                + f", {time.monotonic() - start:.0f} s into it"
             )
             seen.hint = "container-exited"
             return True

@@ -375,6 +375,8 @@ class SimCluster:
             self._start_startup()
         if self._serves_api():
             config = service.model_dump() | {"ranks_gone": self.ranks_gone()}
+            if service.startup_seconds and self.scenario.model.deployment.running:
+                config["startup_done"] = str(self.dir / "startup.done")  # listens once the start is over
             self._spawn("sim.fake_vllm", config, "fake_vllm", self.api_namespace)
 
     def _start_startup(self) -> None:
@@ -395,7 +397,8 @@ class SimCluster:
                     "lines": lines,
                 }
             )
-        self._spawn("sim.startup", {"seconds": service.startup_seconds, "nodes": nodes}, "startup", None)
+        config = {"seconds": service.startup_seconds, "nodes": nodes, "done_file": str(self.dir / "startup.done")}
+        self._spawn("sim.startup", config, "startup", None)
 
     def _node_addresses(self, node: SimNode) -> list[str]:
         addrs = [node.lan_ip] + [

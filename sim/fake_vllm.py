@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import secrets
 import threading
@@ -469,8 +470,13 @@ def main() -> None:
     with open(args.config, encoding="utf-8") as fh:
         cfg = json.load(fh)
     delay = float(cfg.get("startup_seconds", 0))
-    if delay:
-        time.sleep(delay)  # weights loading: nothing listens yet (sim/startup.py moves memory and the logs)
+    done = cfg.get("startup_done")
+    if done:  # weights loading: nothing listens until sim/startup.py has moved memory and the logs to the end
+        deadline = time.monotonic() + 30 + 20 * delay
+        while not os.path.exists(done) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    elif delay:
+        time.sleep(delay)
     # a stuck engine has a request in a collective that never returns: running, and nothing generated
     engine = Engine(running=1 if cfg.get("failure") == "stuck" else 0)
     server = ThreadingHTTPServer(("0.0.0.0", int(cfg.get("port", 20001))), make_handler(cfg, engine))

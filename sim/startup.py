@@ -3,8 +3,9 @@
 Over `startup_seconds`, each node's MemAvailable (the file bind-mounted over its /proc/meminfo)
 falls as the weights load, from what the node shows before start to what a started node keeps
 (or, for a runaway start, below the stop threshold), and each container log grows by the lines
-of a healthy start, their times scaled to that duration. Rank 0's fake vLLM waits as long before
-it listens (sim/fake_vllm.py). Run by the sim as its own process:
+of a healthy start, their times scaled to that duration. Rank 0's fake vLLM listens once this is
+done (the file `done_file` exists: sim/fake_vllm.py), so whoever finds the API up reads the memory a
+started node keeps, however busy the machine. Run by the sim as its own process:
 
     python -m sim.startup --config startup.json
 """
@@ -60,6 +61,8 @@ def run(cfg: dict[str, Any]) -> None:
                 with open(node["log_path"], "a", encoding="utf-8") as fh:
                     fh.writelines(f"{line}\n" for line in vllm_logs.stamped(due, started))
         if share >= 1.0 and not any(node["pending"] for node in nodes):
+            if cfg.get("done_file"):  # the last memory figure is written: rank 0's vLLM may listen now
+                open(cfg["done_file"], "w").close()
             return
         time.sleep(STEP)
 

@@ -123,7 +123,8 @@ def test_soak(api_node, request, api, cluster, inventory, evidence):
     # that long) and three polls, under load
     poll = min(5.0, inventory.service.read_timeout)
     stall = max(3 * poll, 2 * inventory.service.read_timeout)
-    end, last, last_change = time.monotonic() + minutes * 60, None, time.monotonic()
+    began = time.monotonic()
+    end, last, last_change = began + minutes * 60, None, began
     verdict = ""
     try:
         while time.monotonic() < end and not verdict:
@@ -140,6 +141,7 @@ def test_soak(api_node, request, api, cluster, inventory, evidence):
                 verdict = f"no token generated for {stall:g} s with {running} request(s) running"
     finally:
         stop.set()
+    evidence.figure("soak_seconds", time.monotonic() - began)  # less than the soak's length: it stopped at a stall
     evidence.figure("soak_requests", done[0])
     evidence.figure("soak_tokens", last or 0)
     evidence.expect(

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from selftests import adversarial
 from selftests.e2e.runner import SuiteRun, finish, run_suite, start_suite
-from sim.scenario import load_scenario
 
 R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 CONNECT_TIMEOUT = 2  # the fault scenarios' [ssh] connect_timeout: short, so the bound is what is measured
@@ -32,7 +31,6 @@ UNREACHABLE = {
 # what else a fault costs, in seconds: with rank 1 powered off, rank 0's engine waits for it, so the
 # service stage's four rounds of requests (the checks' requests at once, the decode request, the
 # liveness request, the load) each wait node-down's request_timeout (sim/scenarios/node-down.toml)
-WAITS = {"node-down": 4 * load_scenario("node-down").data["inventory"]["service"]["request_timeout"]}
 
 
 def scenario_file(tmp: Path, name: str, body: str) -> Path:

@@ -26,7 +26,9 @@ PAIR = f"{R0}-{R1}"
 def _assert_interrupted(result: bad_day.Interrupted, signame: str, during: str | None = None) -> None:
     run = result.run
     assert run.rc == 2, run.out
-    assert result.exit_seconds < 10, f"the run took {result.exit_seconds:.1f} s to stop after {signame}"
+    # within seconds (a hang guard with room for a busy machine: the interrupt itself waits for no step
+    # of the suite more than a second, selftests/unit/test_interrupt.py and test_redact.py)
+    assert result.exit_seconds < 30, f"the run took {result.exit_seconds:.1f} s to stop after {signame}"
     assert run.summary is not None and run.summary["interrupted"] is True, run.out
     assert run.summary["interruption"]["signal"] == signame
     if during is not None:
@@ -40,7 +42,7 @@ def _assert_interrupted(result: bad_day.Interrupted, signame: str, during: str |
         assert cut == ["gb10check::session"], run.summary["checks"]
         case = run.junit["gb10check.py::session"]
         assert case["outcome"] == "error" and "before the first check" in case["message"], case
-    elif during != "bring-up":
+    elif stage not in ("bring-up", "start-up"):  # before the session: its own error case (below)
         assert cut == [stage], run.summary["checks"]
         case = run.junit[cut[0]]
         assert case["outcome"] == "error" and "[run-interrupted]" in case["message"], case
@@ -70,10 +72,15 @@ def test_a_signal_on_a_real_inventory_still_writes_the_reports(tmp_path, signum)
 def test_a_signal_on_the_sim_at_any_moment_still_writes_the_reports(tmp_path, stage, signum):
     result = bad_day.signal_sim_at(tmp_path, stage, signum)
     if stage == "bring-up":
-        _assert_interrupted(result, signal.Signals(signum).name, during="bring-up")
+        # the signal goes once the sim has begun; on a busy machine it may land just after the bring-up,
+        # still before the session: the reports are written either way, saying when
+        during = (result.run.summary or {}).get("interruption", {}).get("during")
+        assert during in ("bring-up", "start-up"), result.run.out
+        _assert_interrupted(result, signal.Signals(signum).name, during=during)
         assert set(result.run.junit) == {"gb10check.py::session"}
         assert result.run.junit["gb10check.py::session"]["outcome"] == "error"
-        assert "while the simulated cluster came up" in result.run.out
+        said = "while the simulated cluster came up" if during == "bring-up" else "before the session started"
+        assert said in result.run.out, result.run.out
     elif stage == "mid-check":
         # the container probes of all nodes run together, while the first node's check is set up
         gpu = "tests_preflight/test_container_gpu.py::test_gpu_visible_in_container[thinkstationpgx-30]"
@@ -88,20 +95,16 @@ def test_a_signal_on_the_sim_at_any_moment_still_writes_the_reports(tmp_path, st
 
 @pytest.mark.sim
 @pytest.mark.parametrize("fault", list(bad_day.UNREACHABLE))
-def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault, healthy_seconds):
+def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault):
     run = bad_day.timed(tmp_path, f"--sim={bad_day.scenario_file(tmp_path, fault, bad_day.UNREACHABLE[fault])}")
     out = run.run.out
     checks = len(run.run.junit)
     assert run.within_output_bounds(), (
         f"{run.lines} lines, {run.junit_bytes} bytes of JUnit for {checks} checks:\n{out[:3000]}"
     )
-    # the connect timeout paid once, not once per check (that would be ~40 x 2 s); 3 s of slack for a
-    # loaded machine (self-tests under -n 2 share two cores); and what the fault itself makes wait
-    bound = healthy_seconds + bad_day.CONNECT_TIMEOUT + 3 + bad_day.WAITS.get(fault, 0)
-    assert run.seconds <= bound, (
-        f"{fault}: {run.seconds:.1f} s against healthy {healthy_seconds:.1f} s + connect + 3"
-        f" + {bad_day.WAITS.get(fault, 0)} s the fault makes wait"
-    )
+    # the connect timeout paid once, not once per check (the time it took is bench_bad_day.py's figure)
+    attempts = {node: t.get("connect_attempts") for node, t in run.run.summary["transports"].items()}
+    assert attempts[R1] <= 1, f"{fault}: {attempts[R1]} connects tried to the unreachable node"
     assert not re.search(r"gb10check/\w+\.py:\d+", out), "a traceback into the suite's own code"
     failed = run.run.failed()
     unreachable = {tid: h for tid, h in failed.items() if h == {"node-unreachable"}}
@@ -236,7 +239,8 @@ def test_sigterm_during_a_10mb_log_line_is_acted_on_within_seconds(tmp_path):
     ignored two SIGTERMs for 11 minutes)."""
     result = bad_day.sigterm_during_long_line(tmp_path)
     run = result.run
-    assert run.rc == 2 and result.exit_seconds < 10, f"exit {run.rc} {result.exit_seconds:.1f} s after SIGTERM"
+    # within seconds, not the minutes it took (room for a busy machine: the run reads a 10 MB line)
+    assert run.rc == 2 and result.exit_seconds < 30, f"exit {run.rc} {result.exit_seconds:.1f} s after SIGTERM"
     assert run.summary is not None and run.summary["interrupted"] is True, run.out[-3000:]
     assert run.summary["interruption"]["signal"] == "SIGTERM"
     assert FINAL_LINE.match(run.out.rstrip().splitlines()[-1]), run.out[-2000:]

@@ -268,12 +268,17 @@ def test_after_boot_waits_for_a_late_node_and_gives_up_on_a_dead_one_within_thei
 
     late = timed(tmp_path / "late", "--sim", "node-boots-late", "-m", "smoke", "--after-boot")
     assert late.run.rc == 0, late.run.out
-    assert re.search(r"after boot: thinkstationpgx-32 answers SSH after [4-9] s", late.run.out), late.run.out
-    assert late.seconds < 4 + 15  # the boot, then the smoke run (a few seconds here)
+    # it waited for rank 1 (tried again, backing off), then went on (how long: bench_sim's figures)
+    assert re.search(r"after boot: thinkstationpgx-32 answers SSH after \d+ s", late.run.out), late.run.out
+    attempts = late.run.summary["transports"]["thinkstationpgx-32"]["connect_attempts"]
+    assert attempts > 1, f"one connect to a node that boots 8 s late: {late.run.out}"
     dead = timed(tmp_path / "dead", "--sim", "node-never-boots", "-m", "smoke", "--after-boot")
     assert dead.run.rc == 1
     message = dead.run.junit["tests_preflight/test_driver.py::test_driver_versions_match[thinkstationpgx-32]"][
         "message"
     ]
-    assert re.search(r"still unreachable after waiting [3-6] s for it to boot \(ssh.boot_timeout 3 s\)", message)
-    assert dead.seconds < 3 + 2 + 15  # its budget, one connect timeout, the smoke run
+    # it gave up when its budget was spent (a connect under way then may add its own 2 s timeout), and the
+    # session then asked it no more (the first failure is the answer for the rest of the run)
+    waited = re.search(r"still unreachable after waiting (\d+) s for it to boot \(ssh.boot_timeout 3 s\)", message)
+    assert waited and 3 <= int(waited[1]) <= 3 + 2 + 2, message
+    assert dead.seconds < 120  # a hang guard only

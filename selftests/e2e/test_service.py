@@ -42,8 +42,8 @@ def test_a_healthy_service_run_records_what_it_measured(tmp_path):
     # JUnit consumers get the figures too
     props = run.junit[f"tests_service/test_decode_speed.py::test_decode_speed[{R0}]"]["properties"]
     assert float(props["figure decode_tokens_per_s"]) >= 200
-    # the requests of the checks that do not depend on each other went at once: the stage is quick
-    assert run.summary["timings"]["session"] < 10, run.summary["timings"]
+    # (that the requests of the checks that do not depend on each other went at once is bench_sim.py's
+    # figure: the service requests' time against the session's)
     assert not any(STOP in c for t in run.summary["transports"].values() for c in t["sent"])
 
 
@@ -62,8 +62,9 @@ def test_the_wait_shows_progress_and_records_memory(tmp_path):
                      rf"{R0} [\d.]+ GiB.*, {R1} [\d.]+ GiB", run.out), run.out  # fmt: skip
     health = _rows(run)[f"test_health_and_version[{R0}]"]
     ready = health["figures"]
-    assert 0.5 < ready["ready_seconds"] < 30  # the sim started loading 4 s before; the suite took some of that
-    # MemAvailable fell while the weights loaded: to what a started node keeps (12 and 15 GiB here)
+    assert ready["ready_seconds"] > 0  # the sim started loading at bring-up; the suite waited for the rest
+    # MemAvailable fell while the weights loaded: to what a started node keeps (12 and 15 GiB here; the API
+    # listens only once the sim's start has written its last figure)
     assert ready[f"mem_available_gib_{R0}"] == pytest.approx(12, abs=1)
     assert ready[f"mem_available_gib_{R1}"] == pytest.approx(15, abs=1)
     # the logs were read after the wait: both nodes reached their last milestone
@@ -80,8 +81,9 @@ def test_the_memory_watchdog_stops_the_containers_only_when_asked(tmp_path):
         assert run.rc == 1
         message = run.junit[f"tests_service/test_models.py::test_health_and_version[{R0}]"]["message"]
         assert message.startswith("[memavailable-low]") and "MemAvailable fell below 5 GiB" in message, message
-        # it failed at once, not at the end of the wait's 60 s
-        assert run.summary["timings"]["session"] < 30
+        # it failed when memory fell, not at the end of the wait's 60 s
+        waited = re.search(r"MemAvailable fell below 5 GiB on .*, (\d+) s into the wait of 60", message)
+        assert waited and int(waited[1]) < 60, message
     sent = {node: t["sent"] for node, t in stopped.summary["transports"].items()}
     assert all(STOP in commands for commands in sent.values()), sent
     message = stopped.junit[f"tests_service/test_models.py::test_health_and_version[{R0}]"]["message"]
@@ -116,4 +118,5 @@ def test_the_soak_keeps_a_load_and_fails_when_tokens_stop(tmp_path):
     assert stuck.failed() == {f"tests_service/test_correctness.py::test_soak[{R0}]": {"engine-stuck"}}, stuck.out
     message = stuck.junit[f"tests_service/test_correctness.py::test_soak[{R0}]"]["message"]
     assert re.search(r"no token generated for 6 s with [1-9]\d* request\(s\) running", message), message
-    assert stuck.summary["timings"]["session"] < 20  # it failed at the stall, not at the end of the 30 s
+    # it failed at the stall, not at the end of the soak's 30 s
+    assert _rows(stuck)[f"test_soak[{R0}]"]["figures"]["soak_seconds"] < 30
