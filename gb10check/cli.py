@@ -74,8 +74,9 @@ def _absolute(args: list[str], cwd: Path) -> list[str]:
                     raise SystemExit(f"gb10check: {name} needs a path")
                 value, i = args[i + 1], i + 1
             out.append(f"{name}={(cwd / Path(value).expanduser()).resolve()}")
-        elif name == "--sim" and eq and (value.endswith(".toml") or "/" in value):
-            out.append(f"--sim={(cwd / value).resolve()}")
+        elif name == "--sim" and eq:  # a scenario file, also either side of NAME@BASE
+            parts = [(cwd / p).resolve() if p.endswith(".toml") or "/" in p else p for p in value.rsplit("@", 1)]
+            out.append(f"--sim={'@'.join(map(str, parts))}")
         else:
             out.append(arg)
         i += 1
