@@ -300,11 +300,14 @@ class SimCluster:
         for node in self.nodes:
             for netdev in self.scenario.model.unused_ports.values():
                 uncabled(node, netdev)
-            # a scenario's extra route (its gateway is a sim node, never outside)
-            inside[node.ns] += [f"route add {route}" for route in node.spec.routes]
         _batch(create)
         for ns, commands in inside.items():
             _batch(commands, ns)
+        for node in self.nodes:  # a scenario's extra routes (their gateways are sim nodes, never outside)
+            try:
+                _batch([f"route add {route}" for route in node.spec.routes], node.ns)
+            except SimError as exc:
+                raise SimError(f"{self.scenario.source}: nodes.{node.name}.routes: {exc}") from exc
 
     def _start_sshd(self, node: SimNode) -> None:
         log = (node.dir / "sshd.log").open("wb")

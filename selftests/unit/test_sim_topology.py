@@ -14,7 +14,7 @@ from gb10check import inventory as inv
 from gb10check.errors import SimError
 from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_transport, parse_docker_log
 from sim import deploy, inventory_file, layout, stub, vllm_logs
-from sim.scenario import load_scenario
+from sim.scenario import builtin_names, load_scenario
 
 RUN = Path("/run/gb10sim/0")
 
@@ -237,3 +237,17 @@ def test_the_layout_addresses_are_distinct_per_rail():
             assert len({ipaddress.ip_interface(a).network for a in addresses}) == 1
             nets.append(ipaddress.ip_interface(addresses[0]).network)
         assert len(set(nets)) == len(nets)
+
+
+FAULTS = [n for n in builtin_names() if load_scenario(n).topology == "pair" and n != "healthy"]
+
+
+@pytest.mark.parametrize("base", ["healthy-ring3", "healthy-switch4", "healthy-switch8"])
+def test_every_pair_fault_loads_over_every_shape(base):
+    """Each of the pair's faults names its nodes by rank, so it is a valid scenario over any shape;
+    what it breaks lands on that shape's rank (bring-up then refuses the few whose edits name the
+    pair's own values, saying which)."""
+    for name in FAULTS:
+        scenario = load_scenario(f"{name}@{base}")
+        assert scenario.topology == load_scenario(base).topology
+        assert set(scenario.nodes) == set(load_scenario(base).nodes), name
