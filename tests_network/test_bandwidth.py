@@ -6,6 +6,7 @@ The run working is a network verdict; the figure against the rail's min_gbps a p
 container runs (it would compete with NCCL) unless --bandwidth; never part of smoke."""
 
 import contextlib
+import copy
 import dataclasses
 import fcntl
 import json
@@ -61,7 +62,8 @@ def _wanted(session, test_names):
 class Runs:
     """The matrix, measured once per session when a test first asks (the functional and the
     performance tests share it): the selected pairs alone on each rail, then each selected pair of
-    nodes on all its rails at once, in rounds."""
+    nodes on all its rails at once, in rounds. A pair with a node that could not be asked at all fails
+    with that node's error; the others are measured."""
 
     def __init__(self, cluster, inventory, skip_while_serving, folder, session, progress):
         self.cluster, self.inventory, self.folder, self.session = cluster, inventory, folder, session
@@ -82,9 +84,21 @@ class Runs:
                     keep(self.memo[key])
         return self.memo[key]
 
+    def _reachable(self, pair):
+        """Raise the node's own error if either node of `pair` could not be asked at all (the pair cannot
+        be measured; the other pairs still are)."""
+        for name in pair.nodes:
+            error = self.cluster.snapshot(name).error
+            if error is not None:
+                raise copy.copy(error)
+
+    def _measurable(self, pairs):
+        return [p for p in pairs if all(self.cluster.snapshot(n).error is None for n in p.nodes)]
+
     def alone(self, pair):
         """The run of `pair` (an OnPair with its rail) alone on its rail."""
-        wanted = [(p.node, p.peer, p.rail.name) for p in _wanted(self.session, ALONE)] or [
+        self._reachable(pair)
+        wanted = [(p.node, p.peer, p.rail.name) for p in self._measurable(_wanted(self.session, ALONE))] or [
             (pair.node, pair.peer, pair.rail.name)
         ]
         runs = self._phase("alone", bandwidth.alone_rounds(self.inventory, wanted))
@@ -92,7 +106,10 @@ class Runs:
 
     def together(self, pair):
         """The runs of `pair` (an OnPair of two nodes) on all the rails they share at once."""
-        wanted = [(p.node, p.peer) for p in _wanted(self.session, TOGETHER)] or [(pair.node, pair.peer)]
+        self._reachable(pair)
+        wanted = [(p.node, p.peer) for p in self._measurable(_wanted(self.session, TOGETHER))] or [
+            (pair.node, pair.peer)
+        ]
         runs = self._phase("together", bandwidth.together_rounds(self.inventory, wanted))
         return [r for r in runs if r.job.pair == (pair.node, pair.peer)]
 

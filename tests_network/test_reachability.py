@@ -5,6 +5,7 @@ round trip recorded. (The SSH logins over each rail, the TCP half, are the prefl
 import pytest
 
 from gb10check import probes
+from gb10check.errors import GB10Error
 from gb10check.node import follows_from
 
 pytestmark = pytest.mark.network
@@ -16,21 +17,38 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
     """The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
     node, peer = rail_pair.node, rail_pair.peer
     mine, theirs = rail_pair.ends()
-    result = cluster.snapshot(node).fact(probes.ping_over(mine, theirs))
-    frame = f"{result.size + 28}-byte frames" if result.size is not None else "full frames"
+    what = f"ping {theirs.ip} ({peer}) out of {mine.netdev}"
     dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)
+    try:
+        result = cluster.snapshot(node).fact(probes.ping_over(mine, theirs))
+    except GB10Error:
+        if dev is not None and dev.admin_up:
+            raise
+        result = None  # out of a netdev that is DOWN (or absent) ping sends nothing: `connect: Network is unreachable`
+    if result is None:
+        evidence.expect(
+            False,
+            what=what,
+            expected="answers to full frames",
+            found=f"none sent: {mine.netdev} is {'absent' if dev is None else 'DOWN'} on {node}",
+            hints=("roce-link-down",),
+            context={"netdev_down": [mine.netdev]} if dev is not None else None,
+        )
+    frame = f"{result.size + 28}-byte frames" if result.size is not None else "full frames"
     gone = cluster.unreachable([peer])
+    far = cluster.snapshot(peer)  # the far end as it sees itself (behind a switch its port may be dark alone)
+    far_dev = far.fact(probes.IP_ADDR).get(theirs.netdev) if not gone else None
     if gone:  # the peer cannot be asked: no answer follows from it, not from the link or the MTU
         hints = ("node-unreachable",)
     elif any("message too long" in m for m in result.messages):
         hints = ("mtu-mismatch",)
-    elif dev is None or not dev.carrier:  # this end is dark: the cable or the port, not the peer
-        hints = ("roce-link-down",)
+    elif dev is None or not dev.carrier or far_dev is None or not far_dev.carrier:
+        hints = ("roce-link-down",)  # an end is dark (its cable, or behind a switch its port), not the peer
     else:
         hints = ()
     evidence.expect(
         result.all_answered,
-        what=f"ping {theirs.ip} ({peer}) out of {mine.netdev} ({frame}, don't fragment)",
+        what=f"{what} ({frame}, don't fragment)",
         expected=f"{result.transmitted} of {result.transmitted} answered",
         found=(
             f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss"
