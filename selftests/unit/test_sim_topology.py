@@ -221,9 +221,9 @@ def test_nccl_tests_lists_a_rank_per_node():
 
 def test_a_port_carries_its_own_figure_toward_each_peer():
     port = {"gbps": 109.0, "to": {"192.168.100.12": 40.0}, "failure": None}
-    assert stub._toward(port, "192.168.100.12") == (40.0, False)
-    assert stub._toward(port, "192.168.100.13") == (109.0, False)
-    assert stub._toward({**port, "failure": "retry-exceeded"}, "192.168.100.13")[1]
+    assert stub._toward(port, "192.168.100.12") == (40.0, None)
+    assert stub._toward(port, "192.168.100.13") == (109.0, None)
+    assert stub._toward({**port, "failure": "remote-access"}, "192.168.100.13") == (109.0, "remote-access")
 
 
 def test_the_layout_addresses_are_distinct_per_rail():
