@@ -31,7 +31,7 @@ def test_roce_link_up(member, cluster, link_down_advice, evidence):
     advice = {} if port.up else link_down_advice(member.node, member.rail)  # hints, context, detail
     evidence.expect(
         port.up,
-        what=f"end {end.rdma_device} ==> {end.netdev}",
+        what=f"link {end.rdma_device} ==> {end.netdev}",
         expected="Up",
         found=port.state,
         **{**advice, "detail": "; ".join(filter(None, [f"ibdev2netdev lists {listed}", advice.get("detail")]))},
