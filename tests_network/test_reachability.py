@@ -56,5 +56,9 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
         ),
         detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
         hints=hints,
-        context={"peer_ip": theirs.ip, **({"ping_size": str(result.size)} if result.size is not None else {})},
+        context={
+            "peer_ip": theirs.ip,
+            **({"ping_size": str(result.size)} if result.size is not None else {}),
+            **({"node": gone[0]} if gone else {}),  # node-unreachable's commands: for the node that is off
+        },
     )

@@ -55,5 +55,6 @@ def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
         detail=follows_from(gone) if gone else "",
         # the peer cannot be asked at all: the logins follow from it, not from its keys or the link
         hints=("node-unreachable",) if gone else ("roce-link-down",) if failed and unreachable else (),
-        context={"node_qsfp_ips": failed_ips},  # the hint's ssh lines: the addresses that failed, only those
+        # the hint's ssh lines: the addresses that failed, only those; node-unreachable's: for the node that is off
+        context={"node_qsfp_ips": failed_ips, **({"node": gone[0]} if gone else {})},
     )

@@ -219,7 +219,7 @@ def test_report_html_in_a_real_browser(tmp_path, browser):
     hint = failing.find_element(By.CSS_SELECTOR, "pre.hint-text")
     assert not hint.is_displayed()
     failing.find_element(By.TAG_NAME, "summary").click()
-    assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the link's minimum" in hint.text
+    assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the rail's minimum" in hint.text
     plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure svg")
     assert plots and all(p.size["width"] > 100 and p.size["height"] > 100 for p in plots)
     assert all(p.find_elements(By.CSS_SELECTOR, "path") for p in plots)
