@@ -388,6 +388,11 @@ class Inventory(_Strict):
         ]
         object.__setattr__(self, "rails", rails)
         problems += _rail_problems(rails)
+        if self.cluster.topology is None and len(self.nodes) > 2:
+            raise ValueError(
+                f'say the cluster\'s shape: [cluster] topology = "ring" or "switch" ({len(self.nodes)} nodes; '
+                "fixtures/cluster.ring.example.toml and cluster.switch.example.toml show each)"
+            )
         by_rank = [n.name for n in sorted(self.nodes, key=lambda n: n.rank)]
         problems += topology.problems(self.topology, by_rank, [(r.name, r.nodes) for r in rails])
         problems += self._control_problems()
@@ -416,14 +421,11 @@ class Inventory(_Strict):
 
     @property
     def topology(self) -> Topology:
-        """The cluster's shape: as [cluster] says, else single (one node) or pair (two)."""
+        """The cluster's shape: as [cluster] says, else single (one node) or pair (two); more nodes
+        must say it (refused at load otherwise)."""
         if self.cluster.topology is not None:
             return self.cluster.topology
-        if len(self.nodes) == 1:
-            return "single"
-        if len(self.nodes) == 2:
-            return "pair"
-        return "ring" if self.rails and all(len(r.members) == 2 for r in self.rails) else "switch"
+        return "single" if len(self.nodes) == 1 else "pair" if len(self.nodes) == 2 else "switch"
 
     @property
     def size(self) -> int:
@@ -560,7 +562,8 @@ def parse_inventory(text: str, source: str) -> Inventory:
         if "links" in data:  # the file calls its rails links: so do the errors
             problems = problems.replace("'rails[", "'links[")
         raise InventoryError(
-            f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values."
+            f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values (a pair), "
+            "cluster.ring.example.toml and cluster.switch.example.toml beside it for three to eight nodes."
         ) from exc
 
 

@@ -134,7 +134,7 @@ def _switch_rail(n, netdev="e0", device="r0", subnet="10.0.0", skip=()):
 
 def _cable(name, a, b, subnet):
     return (
-        f'[[rails]]\nname = "{name}"\nmembers = [\n'
+        "[[rails]]\n" + (f'name = "{name}"\n' if name else "") + "members = [\n"
         f'  {{ node = "n{a}", netdev = "p0", rdma_device = "d0", address = "{subnet}.{a + 1}/24" }},\n'
         f'  {{ node = "n{b}", netdev = "p1", rdma_device = "d1", address = "{subnet}.{b + 1}/24" }},\n]\n'
     )
@@ -239,25 +239,22 @@ def test_a_pair_without_control_or_topology_reads_as_today():
             id="control-unnamed",
         ),
         pytest.param(
-            _nodes(3) + _switch_rail(3), "rail e0 joins 3 nodes", id="three-nodes-default-ring-from-two-member-rails"
-        )
-        if False
-        else pytest.param(
+            _nodes(3) + CONTROL + _switch_rail(3),
+            'say the cluster\'s shape: [cluster] topology = "ring" or "switch" (3 nodes;',
+            id="three-nodes-without-a-topology",
+        ),
+        pytest.param(
             _nodes(3) + CONTROL + '[cluster]\ntopology = "pair"\n' + _switch_rail(3),
             'topology "pair" is two nodes; this inventory has 3: write topology = "ring" or "switch"',
             id="pair-of-three",
         ),
         pytest.param(
-            _nodes(2) + "[[rails]]\nmembers = [\n"
-            '  { node = "n0", netdev = "p0", rdma_device = "d0", address = "10.0.0.1/24" },\n'
-            '  { node = "n1", netdev = "p1", rdma_device = "d1", address = "10.0.0.2/24" },\n]\n',
+            _nodes(2) + _cable(None, 0, 1, "10.0.0"),
             'its members are on different netdevs (n0 p0, n1 p1): give the rail a name, e.g. name = "c0a"',
             id="ring-rail-unnamed",
         ),
         pytest.param(
-            _nodes(2) + '[[rails]]\nname = "x"\nmembers = [\n'
-            '  { node = "n0", netdev = "p0", rdma_device = "d0", address = "10.0.0.1/24" },\n'
-            '  { node = "n1", netdev = "p1", rdma_device = "d1", address = "10.0.1.2/24" },\n]\n',
+            _nodes(2) + _cable("x", 0, 1, "10.0.0").replace("10.0.0.2/24", "10.0.1.2/24"),
             "rail x is one subnet, but its members' addresses are on 2",
             id="rail-two-subnets",
         ),
