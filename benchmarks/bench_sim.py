@@ -111,7 +111,7 @@ def _bandwidth(scenario: str, checks: list[dict]) -> None:
     """What each ib_write_bw measurement cost beyond its duration (the first check to ask takes it)."""
     seconds = 1.0  # the sim's inventory: thresholds.bandwidth_seconds = 1
     for row in checks:
-        if row["check"].startswith("test_rdma_write_runs[") or row["check"] == "test_rdma_bandwidth_all_links_at_once":
+        if row["check"].startswith(("test_rdma_write_runs[", "test_rdma_bandwidth_all_rails_at_once[")):
             print(f"    {row['check']:45} {row['duration']:.2f} s for a {seconds:g} s run: "
                   f"{row['duration'] - seconds:.2f} s of orchestration")  # fmt: skip
 

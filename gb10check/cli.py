@@ -107,10 +107,12 @@ def _normalised(args: list[str], cwd: Path) -> list[str]:
                 )
             if value is None:
                 out.append(SIM)  # the builtin healthy scenario
-            elif value.endswith(".toml") or os.sep in value:
-                out.append(f"{SIM}={(cwd / Path(value).expanduser()).resolve()}")
-            else:
-                out.append(f"{SIM}={value}")
+            else:  # a builtin name or a scenario file, also either side of NAME@BASE
+                parts = [
+                    str((cwd / Path(p).expanduser()).resolve()) if p.endswith(".toml") or os.sep in p else p
+                    for p in value.rsplit("@", 1)
+                ]
+                out.append(f"{SIM}={'@'.join(parts)}")
         elif name in numbers:
             metavar = numbers[name]
             if not value:

@@ -31,6 +31,10 @@ class Context:
     inventory: inv.Inventory
     mem_total: int | None  # bytes, from the node's /proc/meminfo
 
+    @property
+    def node(self) -> str:
+        return self.inventory.by_rank(self.rank).name
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -113,25 +117,30 @@ def _libuv_off(ctx: Context) -> Outcome:
     return _env(ctx, {"GLOO_USE_LIBUV": "0", "TORCH_GLOO_USE_LIBUV": "0"})
 
 
-def _needs_links(ctx: Context, what: str) -> None:
-    if not ctx.inventory.links:
-        raise NotApplicable(f"the inventory lists no QSFP links to compare {what} with")
+def _ends(ctx: Context, what: str) -> list[inv.Member]:
+    """This node's ends of the fabric (its member on each rail)."""
+    ends = [m for _, m in ctx.inventory.members_of(ctx.node)]
+    if not ends:
+        raise NotApplicable(f"the inventory lists no rails for {ctx.node} to compare {what} with")
+    return ends
 
 
 def _socket_ifname(ctx: Context) -> Outcome:
-    _needs_links(ctx, "the socket interfaces")
-    netdev = ctx.inventory.links[0].netdev
+    netdev = ctx.inventory.control_netdev(ctx.node)
+    if netdev is None:
+        raise NotApplicable(
+            "the inventory names no control plane ([control] netdev) to compare the socket interfaces with"
+        )
     return _env(ctx, {k: netdev for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")})
 
 
 def _gid_index(ctx: Context) -> Outcome:
-    smallest = min((link.gid_index for link in ctx.inventory.links), default=3)  # numbers: 3 before 10
+    smallest = min((rail.gid_index for rail, _ in ctx.inventory.members_of(ctx.node)), default=3)  # 3 before 10
     return _env(ctx, {"NCCL_IB_GID_INDEX": str(smallest), "NCCL_IB_DISABLE": "0"})
 
 
 def _hca_exact(ctx: Context) -> Outcome:
-    _needs_links(ctx, "NCCL_IB_HCA")
-    devices = [link.rdma_device for link in ctx.inventory.links]
+    devices = [m.rdma_device for m in _ends(ctx, "NCCL_IB_HCA")]
     value = ctx.run.environment.get("NCCL_IB_HCA")
     expected = "=" + ",".join(devices)
     listed = [d.split(":")[0] for d in (value or "").lstrip("=^").split(",") if d]
@@ -140,8 +149,10 @@ def _hca_exact(ctx: Context) -> Outcome:
 
 
 def _merge_nics(ctx: Context) -> Outcome:
-    if len(ctx.inventory.links) < 2:
-        raise NotApplicable("NCCL_IB_MERGE_NICS matters only with two or more links; the inventory has one")
+    if len(_ends(ctx, "NCCL_IB_MERGE_NICS")) < 2:
+        raise NotApplicable("NCCL_IB_MERGE_NICS matters only with two or more rails; this node is on one")
+    if ctx.inventory.topology == "ring":  # the halves lead to two neighbours: NCCL must see them apart
+        return _env(ctx, {"NCCL_IB_MERGE_NICS": "0"})
     return _env(ctx, {"NCCL_IB_MERGE_NICS": "1"})
 
 
@@ -230,10 +241,10 @@ RULES: tuple[Rule, ...] = (
     Rule("memory-limit", "a container memory limit over the GPU budget", "compose-memory-limit", _memory_limit),
     Rule("socket-family", "IPv4 sockets for NCCL and Gloo", "gloo-ipv6-timeout", _socket_family),
     Rule("gloo-libuv", "Gloo without libuv", "gloo-libuv", _libuv_off),
-    Rule("socket-ifname", "the control plane on the first QSFP netdev", "nccl-socket-ifname", _socket_ifname),
+    Rule("socket-ifname", "the socket interfaces on the control plane", "nccl-socket-ifname", _socket_ifname),
     Rule("ib-gid-index", "RoCEv2/IPv4 GID index, IB transport on", "nccl-gid-index", _gid_index),
     Rule("ib-hca", "exact-match RDMA device list", "nccl-hca-not-exact", _hca_exact),
-    Rule("ib-merge-nics", "both RoCE netdevs merged into one NCCL NIC", "nccl-merge-nics", _merge_nics),
+    Rule("ib-merge-nics", "the halves merged into one NCCL NIC (apart on a ring)", "nccl-merge-nics", _merge_nics),
     Rule("headless", "--headless on followers only", "follower-not-headless", _headless),
     Rule("cudagraph-mode", "cudagraph_mode spelled with an underscore", "cudagraph-mode-hyphen", _cudagraph_underscore),
     Rule(

@@ -1,7 +1,7 @@
 """What the firewall must let through, and whether a UFW rule set does (first match wins, as in ufw).
 
-Pure: the inventory's links and API port, and the parsed rules, in; the missing `ufw allow`
-lines out.
+Pure: the inventory (its rails, control plane and API port) and the parsed rules in; the missing
+`ufw allow` lines out.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from gb10check import inventory as inv
 from gb10check.parsers.ufw import UfwRule
 
 
@@ -21,26 +22,45 @@ class Need:
     port: int | None  # None: every port (NCCL and Gloo pick theirs)
     interface: str | None
     allow_line: str  # the ufw command that grants it
-    subnet: str | None = None  # the QSFP subnet that command allows (None: the API port's)
+    subnet: str | None = (
+        None  # what that command allows from: a rail's subnet, a peer's control address (None: the API port)
+    )
 
 
-def needs_for(node: str, links: list[tuple[str, dict[str, str]]], api_port: int | None) -> list[Need]:
-    """`links`: (netdev, {node: "addr/prefix"}) of the inventory; api_port on the API node only."""
+def needs_for(inventory: inv.Inventory, node: str, api_port: int | None) -> list[Need]:
+    """What `node` must accept: all traffic from each node it shares a rail with, on that rail (NCCL
+    picks its ports); from each peer's control-plane address when that is not a rail's (Gloo, torch's
+    master port); and the API port (`api_port`: on the API node only)."""
     out = []
-    for netdev, addresses in links:
-        mine = ipaddress.ip_interface(addresses[node])
-        for peer, addr in addresses.items():
-            if peer == node:
+    for rail, mine in inventory.members_of(node):
+        for peer in rail.members:
+            if peer.node == node:
                 continue
-            src = ipaddress.ip_interface(addr).ip
             out.append(
                 Need(
-                    f"all traffic from {peer} {src} on {netdev}",
-                    src,
+                    f"all traffic from {peer.node} {peer.ip} on {mine.netdev}",
+                    ipaddress.ip_address(peer.ip),
                     None,
-                    netdev,
-                    f"sudo ufw allow from {mine.network}",
-                    str(mine.network),
+                    mine.netdev,
+                    f"sudo ufw allow from {rail.subnet}",
+                    str(rail.subnet),
+                )
+            )
+    control = inventory.control_netdev(node)
+    on_rail = any(m.netdev == control for _, m in inventory.members_of(node))
+    if control is not None and not on_rail:
+        for other in inventory.nodes:
+            address = inventory.control_address(other.name)
+            if other.name == node or address is None:
+                continue
+            out.append(
+                Need(
+                    f"all traffic from {other.name} {address} on the control plane {control}",
+                    ipaddress.ip_address(address),
+                    None,
+                    control,
+                    f"sudo ufw allow from {address}",
+                    address,
                 )
             )
     if api_port is not None:

@@ -12,7 +12,6 @@ which netdev is down) is left out rather than printed half-filled or for the wro
 from __future__ import annotations
 
 import getpass
-import ipaddress
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -40,16 +39,17 @@ FIELDS = {
     "hub_folder": "the model's hub folder in the HF cache",
     "model": "the model the service serves",
     "api_url": "the API's base URL",
-    "qsfp_subnet": "the subnets of the QSFP links the failure is about (a list: the failing link's, or the check's)",
-    "netdev": "the QSFP netdevs the failure is about (a list: the failing link's, or the check's)",
-    "netdev_down": "the QSFP netdevs the failure found administratively down (a list, from the check)",
-    "control_netdev": "the first QSFP netdev (the control plane's)",
-    "rdma_devices": "the links' RDMA devices, comma-separated (as NCCL_IB_HCA takes them)",
-    "node_qsfp_ip": "the node's address on the first QSFP link",
-    "node_qsfp_ips": "the node's addresses on the QSFP links the failure is about (a list: the failing link's, or the "
-    "check's)",
-    "rank0_qsfp_ip": "rank 0's address on the first QSFP link",
-    "gid_index": "the GID index the inventory's first link uses",
+    "qsfp_subnet": "the subnets the failure is about (a list: the failing rail's, or the check's)",
+    "netdev": "the fabric netdevs the failure is about (a list: the node's on the failing rail, or the check's)",
+    "netdev_down": "the fabric netdevs the failure found administratively down (a list, from the check)",
+    "control_netdev": "the control plane's netdev ([control], else a pair's first rail)",
+    "rdma_devices": "the node's RDMA devices on its rails, comma-separated (as NCCL_IB_HCA takes them)",
+    "node_qsfp_ip": "the node's address on a rail it shares with rank 0 (else its control-plane address)",
+    "node_qsfp_ips": "the node's addresses the failure is about (a list: on the failing rail, or the check's)",
+    "rank0": "rank 0's node name (where the API and the suite run)",
+    "peer_ip": "the other node's address on the failing rail (from the check: the one it pinged or measured)",
+    "rank0_qsfp_ip": "rank 0's address on a rail it shares with the node (else its control-plane address)",
+    "gid_index": "the GID index of the node's rails",
     "reasoning_parser": "the --reasoning-parser the inventory's [service] asks for",
     "tool_call_parser": "the --tool-call-parser the inventory's [service] asks for",
     "sudoers_line": "a sudoers rule naming exactly the root-only reads the suite makes on the node",
@@ -101,25 +101,31 @@ def context_for(
     node: str | None,
     *,
     root_reads: Iterable[str] = (),
-    netdev: str | None = None,
+    rail: str | None = None,
     extra: Mapping[str, str | list[str]] | None = None,
 ) -> Context:
-    """The fields known for a failure on `node` (None: a check across the cluster) about the link of
-    `netdev` (None: about no one link; the list fields are then only what `extra` gives)."""
+    """The fields known for a failure on `node` (None: a check across the cluster) about the rail
+    named `rail` (None: about no one rail; the list fields are then only what `extra` gives)."""
     ctx: Context = {
         "connect_timeout": str(max(1, round(inventory.ssh.connect_timeout))),
         "known_hosts": inventory.ssh.known_hosts or "~/.ssh/known_hosts",
     }
-    links = inventory.links
-    link = next((each for each in links if each.netdev == netdev), None)
-    if link is not None:  # the failure's own link: its items only, never every link's
-        ctx["qsfp_subnet"] = sorted({str(ipaddress.ip_interface(a).network) for a in link.addresses.values()})
-        ctx["netdev"] = [link.netdev]
-    if links:
-        ctx["control_netdev"] = links[0].netdev
-        ctx["rdma_devices"] = ",".join(link.rdma_device for link in links)
-        ctx["rank0_qsfp_ip"] = links[0].ip(inventory.api_node.name)
-        ctx["gid_index"] = str(links[0].gid_index)
+    rank0 = inventory.api_node.name
+    ctx["rank0"] = rank0
+    mine = inventory.members_of(node) if node is not None else []
+    failing = next((r for r in inventory.rails if r.name == rail), None)
+    if failing is not None:  # the failure's own rail: its items only, never every rail's
+        ctx["qsfp_subnet"] = [str(failing.subnet)]
+        member = failing.member(node) if node is not None else None
+        ctx["netdev"] = [member.netdev] if member else list(dict.fromkeys(m.netdev for m in failing.members))
+    rails = [r for r, _ in mine] or list(inventory.rails)
+    if rails:
+        ctx["gid_index"] = str(min(r.gid_index for r in rails))
+    if mine:
+        ctx["rdma_devices"] = ",".join(m.rdma_device for _, m in mine)
+    control = inventory.control_netdev(node or rank0)
+    if control is not None:
+        ctx["control_netdev"] = control
     d = inventory.deployment
     if d is not None:
         ctx |= {
@@ -149,10 +155,15 @@ def context_for(
             "ssh_target": f"{spec.user}@{host}" if spec.user else host,
             "login_user": user,
         }
-        if links:
-            ctx["node_qsfp_ip"] = links[0].ip(spec.name)
-        if link is not None and spec.name in link.addresses:
-            ctx["node_qsfp_ips"] = [link.ip(spec.name)]
+        shared = inventory.rails_between(spec.name, rank0) if spec.name != rank0 else []
+        near = shared[0].ip(spec.name) if shared else inventory.control_address(spec.name)
+        if near is not None:
+            ctx["node_qsfp_ip"] = near
+        far = shared[0].ip(rank0) if shared else inventory.control_address(rank0)
+        if far is not None:
+            ctx["rank0_qsfp_ip"] = far
+        if failing is not None and failing.member(spec.name) is not None:
+            ctx["node_qsfp_ips"] = [failing.ip(spec.name)]
         reads = list(root_reads)
         if reads:
             ctx["sudoers_line"] = sudoers_line(user, reads)

@@ -14,12 +14,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gb10check import history as hist
+from gb10check import topology
 from gb10check.errors import InventoryError, clip
 from gb10check.textfile import read_text
 
 ENV_VAR = "GB10_CLUSTER"
 DEFAULT_PATH = "cluster.toml"
 EXAMPLE = "fixtures/cluster.example.toml"
+
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"  # a node, netdev, RDMA device or rail name
 
 
 class _Strict(BaseModel):
@@ -35,7 +39,7 @@ class SshSettings(_Strict):
 
 
 class Node(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field(pattern=NAME)
     rank: int = Field(ge=0)
     transport: Literal["ssh", "local"] = "ssh"
     host: str | None = None
@@ -51,32 +55,162 @@ class Node(_Strict):
         return self
 
 
-class Link(_Strict):
-    netdev: str
-    rdma_device: str
+Topology = Literal["single", "pair", "ring", "switch"]
+
+
+def _interface(where: str, value: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    try:
+        interface = ipaddress.ip_interface(value)
+    except ValueError as exc:
+        raise ValueError(f'{where} = {value!r} is not an address/prefix like "169.254.94.252/16"') from exc
+    if "/" not in value:
+        raise ValueError(f'{where} = {value!r} needs a prefix length, like "{value}/16"')
+    return interface
+
+
+class Member(_Strict):
+    """One node's end of a rail: its netdev, its RDMA device and its address there."""
+
+    node: str
+    netdev: str = Field(pattern=NAME)
+    rdma_device: str = Field(pattern=NAME)
+    address: str  # "address/prefix"
+
+    @field_validator("address")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        _interface("address", value)
+        return value
+
+    @property
+    def ip(self) -> str:
+        """The address without its prefix length."""
+        return str(ipaddress.ip_interface(self.address).ip)
+
+
+class Rail(_Strict):
+    """One L2 segment and subnet of the fabric with two or more members: one half of a direct cable
+    (a pair, a ring's neighbours) or one half of every node's port on a switch.
+
+    Written in one of two forms: `netdev`, `rdma_device` and `addresses = {node = "addr/prefix"}`
+    when every member names them alike (the pair's [[links]]), or `members = [{node, netdev,
+    rdma_device, address}]` when they differ (a ring's cable joins port 0 of one node to port 1 of
+    the next); `name` defaults to the common netdev."""
+
+    name: str = Field(pattern=NAME)
+    members: tuple[Member, ...] = Field(strict=False)  # a tuple: a rail is hashable (a test parameter)
     gid_index: int = Field(3, ge=0)
-    mtu: int | None = Field(None, ge=576, le=9216)  # both ends must have it, when set
-    rate_gbps: float = Field(200.0, gt=0)  # the rate each end's RDMA port must have negotiated
+    mtu: int | None = Field(None, ge=576, le=9216)  # every member must have it, when set
+    rate_gbps: float = Field(200.0, gt=0)  # the rate each member's RDMA port must have negotiated
     # ib_write_bw's average, Gb/s: the lowest healthy figure published for one half of a GB10 cable
     # (NVIDIA's guide: 92.57) less run-to-run noise; the field report's tuned pair reached 109
     min_gbps: float = Field(90.0, gt=0)
-    addresses: dict[str, str]  # node name -> "address/prefix"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _written(cls, data: Any) -> Any:
+        """Either form as written -> members; the name from the common netdev."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        netdev, device, addresses = data.pop("netdev", None), data.pop("rdma_device", None), data.pop("addresses", None)
+        if addresses is not None and "members" in data:
+            raise ValueError("give either addresses = {node = ...} or members = [...], not both")
+        if addresses is not None:
+            if not isinstance(addresses, dict):
+                raise ValueError('addresses must be a table: { node-a = "addr/prefix", node-b = "addr/prefix" }')
+            for node, value in addresses.items():
+                if not isinstance(value, str):
+                    raise ValueError(f'addresses.{node} must be a string like "169.254.94.252/16"')
+                _interface(f"addresses.{node}", value)
+            data["members"] = [{"node": n, "address": a} for n, a in addresses.items()]
+        members = data.get("members")
+        if not isinstance(members, list):
+            raise ValueError(
+                'needs its members: addresses = { node-a = "addr/prefix", ... } with netdev and rdma_device, '
+                "or members = [{ node, netdev, rdma_device, address }, ...]"
+            )
+        filled = []
+        for i, member in enumerate(members):
+            if not isinstance(member, dict):
+                raise ValueError(f"members[{i}] must be a table {{ node, netdev, rdma_device, address }}")
+            member = dict(member)
+            for key, default in (("netdev", netdev), ("rdma_device", device)):
+                if key not in member:
+                    if default is None:
+                        raise ValueError(
+                            f"members[{i}] ({member.get('node', '?')}) names no {key}, and the rail gives none"
+                        )
+                    member[key] = default
+            filled.append(member)
+        data["members"] = filled
+        if len(filled) < 2:
+            raise ValueError(
+                f"a rail joins two or more nodes; this one has {len(filled)} "
+                f"({', '.join(str(m.get('node')) for m in filled) or 'none'})"
+            )
+        if "name" not in data:
+            netdevs = {m.get("netdev") for m in filled}
+            if len(netdevs) != 1:
+                shown = ", ".join(f"{m.get('node')} {m.get('netdev')}" for m in filled)
+                raise ValueError(
+                    f"its members are on different netdevs ({shown}): give the rail a name, "
+                    'e.g. name = "c0a" (cable 0, first half)'
+                )
+            data["name"] = netdevs.pop()
+        return data
+
+    @model_validator(mode="after")
+    def _one_subnet(self) -> Rail:
+        nodes = [m.node for m in self.members]
+        twice = sorted({n for n in nodes if nodes.count(n) > 1})
+        if twice:
+            raise ValueError(f"rail {self.name} lists {', '.join(twice)} twice: one member per node")
+        networks = {str(ipaddress.ip_interface(m.address).network) for m in self.members}
+        if len(networks) > 1:
+            shown = ", ".join(f"{m.node} {m.address}" for m in self.members)
+            raise ValueError(
+                f"rail {self.name} is one subnet, but its members' addresses are on {len(networks)}: {shown}"
+            )
+        return self
+
+    def member(self, node: str) -> Member | None:
+        return next((m for m in self.members if m.node == node), None)
+
+    def ip(self, node: str) -> str:
+        """The node's address on this rail, without the prefix length."""
+        member = self.member(node)
+        if member is None:
+            raise KeyError(f"{node} is not on rail {self.name}")
+        return member.ip
+
+    @property
+    def nodes(self) -> list[str]:
+        return [m.node for m in self.members]
+
+    @property
+    def subnet(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        return ipaddress.ip_interface(self.members[0].address).network
+
+    def pairs(self) -> list[tuple[Member, Member]]:
+        """Every two members that talk over this rail (a switch: all of them), in member order."""
+        return [(a, b) for i, a in enumerate(self.members) for b in self.members[i + 1 :]]
+
+
+class Control(_Strict):
+    """[control]: the control plane. The interface NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and the
+    master address use: a rail's netdev on a pair (the seed's enp1s0f0np0), usually the LAN port on
+    a ring or a switch (enP7s7)."""
+
+    netdev: str = Field(pattern=NAME)
+    addresses: dict[str, str] = {}  # node -> address/prefix, when the netdev is not a rail's
 
     @field_validator("addresses")
     @classmethod
     def _cidr(cls, value: dict[str, str]) -> dict[str, str]:
         for node, addr in value.items():
-            try:
-                ipaddress.ip_interface(addr)
-            except ValueError as exc:
-                raise ValueError(f'{node} = {addr!r} is not an address/prefix like "169.254.94.252/16"') from exc
-            if "/" not in addr:
-                raise ValueError(f'{node} = {addr!r} needs a prefix length, like "{addr}/16"')
+            _interface(node, addr)
         return value
-
-    def ip(self, node: str) -> str:
-        """The node's address on this link, without the prefix length."""
-        return str(ipaddress.ip_interface(self.addresses[node]).ip)
 
 
 class ApiSpec(_Strict):
@@ -201,6 +335,9 @@ class HistoryRules(_Strict):
 
 class Cluster(_Strict):
     name: str = "gb10"
+    # single: one node (no fabric); pair: two nodes, direct cables; ring: 3-8 nodes, each cabled to two
+    # neighbours; switch: 2-8 nodes, every node on every rail. Omitted: single or pair by the node count.
+    topology: Topology | None = None
     tensor_parallel_size: int = Field(2, ge=1)
 
 
@@ -208,13 +345,25 @@ class Inventory(_Strict):
     cluster: Cluster = Cluster()
     ssh: SshSettings = SshSettings()
     nodes: list[Node] = Field(min_length=1)
-    links: list[Link] = []
+    rails: list[Rail] = []
+    control: Control | None = None
     service: ApiSpec | None = None
     deployment: Deployment | None = None
     thresholds: Thresholds = Thresholds()
     history: HistoryRules = HistoryRules()
     nccl_tests: NcclTests | None = None
     source: str = Field("<memory>", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _links_are_rails(cls, data: Any) -> Any:
+        """[[links]], the pair's older name for [[rails]], is read as it."""
+        if isinstance(data, dict) and "links" in data:
+            if "rails" in data:
+                raise ValueError("give the fabric as [[rails]] or as [[links]] (its older name), not both")
+            data = {**data, "rails": data["links"]}
+            del data["links"]
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Inventory:
@@ -225,18 +374,144 @@ class Inventory(_Strict):
         ranks = sorted(n.rank for n in self.nodes)
         if ranks != list(range(len(ranks))):
             raise ValueError(f"node ranks must be 0..{len(ranks) - 1}, each once; found {ranks}")
-        for i, link in enumerate(self.links):
-            unknown = sorted(set(link.addresses) - set(names))
-            missing = sorted(set(names) - set(link.addresses))
+        rank = {n.name: n.rank for n in self.nodes}
+        problems: list[str] = []
+        for rail in self.rails:
+            unknown = sorted({m.node for m in rail.members} - set(names))
             if unknown:
-                raise ValueError(f"links[{i}] ({link.netdev}).addresses names unknown node(s) {unknown}")
-            if missing:
-                raise ValueError(f"links[{i}] ({link.netdev}).addresses lacks node(s) {missing}")
+                problems.append(f"rail {rail.name} names unknown node(s) {unknown}; the nodes are {names}")
+        if problems:
+            raise ValueError(_lines(problems))
+        # each rail's members in rank order: ids, reports and bandwidth pairs read lower rank first
+        rails = [
+            r.model_copy(update={"members": tuple(sorted(r.members, key=lambda m: rank[m.node]))}) for r in self.rails
+        ]
+        object.__setattr__(self, "rails", rails)
+        problems += _rail_problems(rails)
+        if self.cluster.topology is None and len(self.nodes) > 2:
+            raise ValueError(
+                f'say the cluster\'s shape: [cluster] topology = "ring" or "switch" ({len(self.nodes)} nodes; '
+                "fixtures/cluster.ring.example.toml and cluster.switch.example.toml show each)"
+            )
+        by_rank = [n.name for n in sorted(self.nodes, key=lambda n: n.rank)]
+        problems += topology.problems(self.topology, by_rank, [(r.name, r.nodes) for r in rails])
+        problems += self._control_problems()
+        if problems:
+            raise ValueError(_lines(problems))
         return self
+
+    def _control_problems(self) -> list[str]:
+        if self.control is None:
+            if self.topology in ("ring", "switch"):
+                return [
+                    'name the control plane: [control] netdev = "enP7s7" (the interface NCCL_SOCKET_IFNAME and '
+                    "GLOO_SOCKET_IFNAME name, where the master address is; on a ring or a switch usually the LAN port)"
+                ]
+            return []
+        unknown = sorted(set(self.control.addresses) - {n.name for n in self.nodes})
+        if unknown:
+            return [f"control.addresses names unknown node(s) {unknown}"]
+        on_rail = [r for r in self.rails if any(m.netdev == self.control.netdev for m in r.members)]
+        if on_rail and self.control.addresses:
+            return [
+                f"control.netdev {self.control.netdev} is on rail {on_rail[0].name}: its addresses are the rail's, "
+                "leave control.addresses out"
+            ]
+        return []
+
+    @property
+    def topology(self) -> Topology:
+        """The cluster's shape: as [cluster] says, else single (one node) or pair (two); more nodes
+        must say it (refused at load otherwise)."""
+        if self.cluster.topology is not None:
+            return self.cluster.topology
+        return "single" if len(self.nodes) == 1 else "pair" if len(self.nodes) == 2 else "switch"
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
 
     @property
     def api_node(self) -> Node:
-        return next(n for n in self.nodes if n.rank == 0)
+        return self.by_rank(0)
+
+    def by_rank(self, rank: int) -> Node:
+        return next(n for n in self.nodes if n.rank == rank)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def members_of(self, node: str) -> list[tuple[Rail, Member]]:
+        """The node's ends of the fabric: each rail it is on, with its member there."""
+        return [(rail, m) for rail in self.rails for m in rail.members if m.node == node]
+
+    def peers(self, node: str) -> list[str]:
+        """The nodes that share a rail with `node`, in rank order."""
+        near = {m.node for rail, _ in self.members_of(node) for m in rail.members}
+        return [n.name for n in sorted(self.nodes, key=lambda n: n.rank) if n.name in near and n.name != node]
+
+    def node_pairs(self) -> list[tuple[str, str]]:
+        """Every two nodes that share a rail (they talk over the fabric), lower rank first."""
+        seen = [(a.node, b.node) for rail in self.rails for a, b in rail.pairs()]
+        return list(dict.fromkeys(seen))
+
+    def rails_between(self, a: str, b: str) -> list[Rail]:
+        return [rail for rail in self.rails if rail.member(a) and rail.member(b)]
+
+    def control_netdev(self, node: str) -> str | None:
+        """The interface the node's socket and Gloo traffic use ([control], else a pair's first rail)."""
+        if self.control is not None:
+            return self.control.netdev
+        if self.rails and self.topology in ("pair", "single"):
+            member = self.rails[0].member(node)
+            return member.netdev if member else None
+        return None
+
+    def control_address(self, node: str) -> str | None:
+        """The node's address on the control plane (no prefix), when the inventory knows it."""
+        netdev = self.control_netdev(node)
+        for rail, member in self.members_of(node):
+            if member.netdev == netdev:
+                return rail.ip(node)
+        if self.control is not None and node in self.control.addresses:
+            return str(ipaddress.ip_interface(self.control.addresses[node]).ip)
+        return None
+
+    @property
+    def master_address(self) -> str | None:
+        """Where every rank finds rank 0: its control-plane address."""
+        return self.control_address(self.api_node.name)
+
+
+def _lines(problems: list[str]) -> str:
+    """Several problems of one inventory: one line each (validation_problems indents the first)."""
+    return "\n  - ".join(problems)
+
+
+def _rail_problems(rails: list[Rail]) -> list[str]:
+    """Across rails: an address twice, two rails on one subnet, a node's netdev or device on two rails."""
+    out: list[str] = []
+    where: dict[str, list[str]] = {}
+    for rail in rails:
+        for m in rail.members:
+            where.setdefault(m.ip, []).append(f"{m.node} on rail {rail.name}")
+    out += [f"address {ip} is given twice ({'; '.join(w)})" for ip, w in where.items() if len(w) > 1]
+    for i, a in enumerate(rails):
+        for b in rails[i + 1 :]:
+            if a.subnet.overlaps(b.subnet):
+                out.append(
+                    f"rails {a.name} and {b.name} share a subnet ({a.subnet}, {b.subnet}): each rail (each half of a "
+                    "port) needs its own, or the kernel routes both halves' traffic out of one"
+                )
+    ends: dict[tuple[str, str], list[str]] = {}
+    for rail in rails:
+        for m in rail.members:
+            ends.setdefault((m.node, m.netdev), []).append(rail.name)
+            if m.rdma_device != m.netdev:
+                ends.setdefault((m.node, m.rdma_device), []).append(rail.name)
+    out += [f"{node}'s {dev} is on rails {', '.join(names)}: one rail per port half" for (node, dev), names in
+            ends.items() if len(names) > 1]  # fmt: skip
+    return out
 
 
 def _loc(loc: tuple[int | str, ...], data: Any) -> str:
@@ -284,8 +559,11 @@ def parse_inventory(text: str, source: str) -> Inventory:
         return Inventory.model_validate({**data, "source": source})
     except ValidationError as exc:
         problems = validation_problems(exc, data)
+        if "links" in data:  # the file calls its rails links: so do the errors
+            problems = problems.replace("'rails[", "'links[")
         raise InventoryError(
-            f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values."
+            f"{source}: invalid inventory:\n{problems}\nSee {EXAMPLE} for every key with the seed's values (a pair), "
+            "cluster.ring.example.toml and cluster.switch.example.toml beside it for three to eight nodes."
         ) from exc
 
 

@@ -343,42 +343,49 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
 )
 
 
-def ssh_login(peer: str, link: inv.Link, connect_timeout: float) -> Read[str]:
-    """From rank 0: a non-interactive SSH login to `peer` over its QSFP address on `link` (one probe
-    per peer and address, so they run at once and each has its own verdict). Judged raw."""
+def ssh_login(target: inv.Member, connect_timeout: float) -> Read[str]:
+    """A non-interactive SSH login to `target`'s node over its fabric address (from the node whose
+    snapshot runs it: one probe per peer and rail, so they run at once and each has its own verdict).
+    Judged raw."""
     timeout = max(1, round(connect_timeout))
     command = (
         f"ssh -n -o BatchMode=yes -o ConnectTimeout={timeout} -o StrictHostKeyChecking=yes "
-        f"-o PasswordAuthentication=no {q(link.ip(peer))} true"
+        f"-o PasswordAuthentication=no {q(target.ip)} true"
     )
-    return Read(f"ssh_to:{peer}:{link.netdev}", _always(command), str, bound=lambda _t: float(timeout + 5))
+    return Read(f"ssh_to:{target.node}:{target.netdev}", _always(command), str, bound=lambda _t: float(timeout + 5))
 
 
 def ssh_logins(inventory: inv.Inventory, node: inv.Node) -> list[Read[str]]:
-    if node.rank != 0 or len(inventory.nodes) < 2:
-        return []
+    """The node logs in to every node it shares a rail with, over each rail."""
     t = inventory.ssh.connect_timeout
-    return [ssh_login(peer, link, t) for link in inventory.links for peer in link.addresses if peer != node.name]
+    return [
+        ssh_login(other, t) for rail, _ in inventory.members_of(node.name) for other in rail.members
+        if other.node != node.name
+    ]  # fmt: skip
 
 
 PING_COUNT, PING_INTERVAL = 2, 0.2  # 0.2 s: the shortest interval ping allows without root (one interval per snapshot)
 
 
-def ping_over(peer: str, link: inv.Link) -> Read[PingResult]:
-    """From rank 0: ping `peer`'s address on `link` out of the link's netdev, don't-fragment, with the
-    largest payload the netdev's MTU carries (a path that drops full frames shows as loss)."""
-    size = f"$(( $(cat /sys/class/net/{q(link.netdev)}/mtu) - 28 ))"
-    command = (
-        f"ping -n -c {PING_COUNT} -i {PING_INTERVAL:g} -W 1 -M do -s {size} -I {q(link.netdev)} {q(link.ip(peer))}"
-    )
+def ping_over(mine: inv.Member, target: inv.Member) -> Read[PingResult]:
+    """Ping `target`'s address out of this node's netdev on their rail (`mine`), don't-fragment, with
+    the largest payload the netdev's MTU carries (a path that drops full frames shows as loss)."""
+    size = f"$(( $(cat /sys/class/net/{q(mine.netdev)}/mtu) - 28 ))"
+    command = f"ping -n -c {PING_COUNT} -i {PING_INTERVAL:g} -W 1 -M do -s {size} -I {q(mine.netdev)} {q(target.ip)}"
     # ping exits 1 when nothing came back, with its summary: a verdict, not an error
-    return Read(f"ping:{peer}:{link.netdev}", _always(command), parse_ping, accept_rc=(0, 1), bound=lambda _t: 5.0)
+    return Read(
+        f"ping:{target.node}:{mine.netdev}", _always(command), parse_ping, accept_rc=(0, 1), bound=lambda _t: 5.0
+    )
 
 
 def pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResult]]:
-    if node.rank != 0 or len(inventory.nodes) < 2:
-        return []
-    return [ping_over(peer, link) for link in inventory.links for peer in link.addresses if peer != node.name]
+    """The node pings every node of higher rank it shares a rail with, on that rail (a reply proves
+    both directions; the pair's lower rank asks)."""
+    rank = {n.name: n.rank for n in inventory.nodes}
+    return [
+        ping_over(mine, other) for rail, mine in inventory.members_of(node.name) for other in rail.members
+        if rank[other.node] > node.rank
+    ]  # fmt: skip
 
 
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:

@@ -5,7 +5,8 @@ Built from the run's summary (the JSON of gb10check/report.py), so what Promethe
 sees is what the reports say.
 
     gb10check_check_passed{check, node, hint}   1 passed, 0 failed (skipped checks are left out)
-    gb10check_figure{figure, check, node, link} what a check measured (Gb/s, tokens/s, seconds, GiB)
+    gb10check_figure{figure, check, node, peer, rail}  what a check measured (Gb/s, tokens/s, seconds,
+                                                 GiB); a pair's figure names both ends and the rail
     gb10check_checks{verdict}                    how many checks had each verdict
     gb10check_node_up{node}                      0 when the node could not be reached over SSH
     gb10check_regressions, gb10check_recoveries  against the previous run (--history)
@@ -41,7 +42,7 @@ def registry_of(summary: dict[str, Any], nodes: list[str]) -> CollectorRegistry:
     figure = Gauge(
         "gb10check_figure",
         "what a check measured: Gb/s, tokens/s, seconds, GiB (the unit is in the figure's name)",
-        ["figure", "check", "node", "link"],
+        ["figure", "check", "node", "peer", "rail"],
         registry=registry,
     )
     counts = Gauge("gb10check_checks", "checks of the run by verdict", ["verdict"], registry=registry)
@@ -51,8 +52,10 @@ def registry_of(summary: dict[str, Any], nodes: list[str]) -> CollectorRegistry:
         if verdict in ("passed", "failed", "error"):
             ids = ",".join(row.get("hints") or [])
             passed.labels(row["check"], node, ids).set(1 if verdict == "passed" else 0)
+        ends = row.get("nodes") or []
+        peer = ends[1] if len(ends) > 1 else ""
         for name, value in (row.get("figures") or {}).items():
-            figure.labels(name, row["check"], node, row.get("link") or "").set(value)
+            figure.labels(name, row["check"], node, peer, row.get("rail") or "").set(value)
     for verdict, n in (summary.get("counts") or {}).items():
         counts.labels(verdict).set(n)
     unreachable = {r.get("node") for r in summary.get("checks", []) if UNREACHABLE in (r.get("hints") or [])}

@@ -18,7 +18,7 @@ from gb10check.verdict import Comparison
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
 # or goes away; the history (gb10check/history.py) reads only runs of this version
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a check's `link` became `rail`, and `nodes` names every node it is about
 
 
 @dataclass
@@ -31,7 +31,8 @@ class Row:
     hints: list[str] = field(default_factory=list)
     message: str = ""
     duration: float = 0.0
-    link: str | None = None  # the QSFP netdev the check is about, when it is about one
+    rail: str | None = None  # the rail the check is about, when it is about one
+    nodes: list[str] = field(default_factory=list)  # every node it is about (a pair: both; `node` is the first)
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
     troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text for this failure alone

@@ -43,6 +43,7 @@ class Evidence:
     """What one test measured; the plugin copies it into JUnit properties and the summary."""
 
     node: str | None = None
+    place: str | None = None  # where a failure is, in words, when more than the node (two nodes and a rail)
     items: list[Comparison] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured, by name (units in the name)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version, a field)
@@ -81,7 +82,7 @@ class Evidence:
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
         self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))
         if not ok:
-            place = self.node or "the cluster"
+            place = self.place or self.node or "the cluster"
             raise CheckFailed(
                 f"{what} on {place}: expected {expected}, found {found}" + (f"; {detail}" if detail else ""),
                 hints,

@@ -18,6 +18,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,25 +26,24 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
+from gb10check import inventory as inv
 from gb10check.errors import SimError, clip
 from gb10check.redact import redact
-from sim import netns, node_files
+from sim import inventory_file, netns, node_files
+from sim.layout import LAN_NETDEV
 from sim.node import PROJECT_ROOT, SSHD, SimNode
 from sim.node_files import write_node_files
-from sim.scenario import Scenario, merge
+from sim.scenario import Scenario
 
-EXAMPLE_INVENTORY = PROJECT_ROOT / "fixtures" / "cluster.example.toml"
 RUN_ROOT = Path("/run/gb10sim")
 OWNER_FILE = "owner"  # in RUN_ROOT/<owner>: which process made the cluster (sim clean leaves it while it runs)
 NS_PREFIX = "gb10sim-"
-LAN_NETDEV = "enP7s7"
+SWITCH_MTU = 9216  # what a QSFP switch's ports carry
 REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
 # MemAvailable a started node keeps (the field report: ~12 GiB on rank 0, ~15 GiB on rank 1), kB
 SERVING_AVAILABLE_KB = (12 * 1024 * 1024, 15 * 1024 * 1024)
@@ -62,6 +62,21 @@ def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.Com
     if check and proc.returncode != 0:
         raise SimError(f"`{' '.join(args)}` failed (rc={proc.returncode}): {proc.stderr.strip()}")
     return proc
+
+
+def _batch(commands: list[str], namespace: str | None = None) -> None:
+    """`ip -batch`: many link and address commands in one process (in `namespace`, if given)."""
+    if not commands:
+        return
+    args = ["ip", *(["-n", namespace] if namespace else []), "-batch", "-"]
+    try:
+        proc = subprocess.run(args, input="\n".join(commands) + "\n", capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise SimError(f"`{' '.join(args)}` hung for 30 s") from exc
+    if proc.returncode != 0:
+        line = re.search(r"Command failed -:(\d+)", proc.stderr)
+        failed = f" at `ip {commands[int(line[1]) - 1]}`" if line and int(line[1]) <= len(commands) else ""
+        raise SimError(f"`{' '.join(args)}` failed{failed} (rc={proc.returncode}): {proc.stderr.strip()}")
 
 
 def _last_arg(proc: subprocess.Popen[bytes]) -> str:
@@ -197,6 +212,7 @@ class SimCluster:
     owner: str = field(default_factory=lambda: str(os.getpid()))
     nodes: list[SimNode] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # bring-up's phases: seconds since it began
     _up: bool = False
 
     @property
@@ -211,14 +227,21 @@ class SimCluster:
     def api_namespace(self) -> str:
         return self.nodes[0].ns
 
-    @property
+    @cached_property
     def inventory_data(self) -> dict[str, Any]:
-        """The example inventory (the seed's expectations) with the scenario's `inventory` overrides."""
-        data = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
-        return merge(data, self.scenario.data.get("inventory", {}))
+        """The inventory the suite gets (sim/inventory_file.py): the example's expectations, the sim's nodes."""
+        return inventory_file.written(self.scenario.model, self.dir)
+
+    @cached_property
+    def inventory(self) -> inv.Inventory:
+        """The same inventory, as the suite reads it (the nodes' files are written from it)."""
+        return inv.Inventory.model_validate({**self.inventory_data, "source": str(self.inventory_path)})
 
     # -- bring-up ---------------------------------------------------------------------------
-    def up(self, ready_timeout: float = 10.0) -> Path:
+    def up(self, ready_timeout: float | None = None) -> Path:
+        """Bring the cluster up; return the inventory's path once every sshd (and the API) answers,
+        within `ready_timeout` (default: 10 s and 2 s a node more)."""
+        started = time.monotonic()
         reason = why_not_available()
         if reason:
             raise SimError(reason)
@@ -250,65 +273,107 @@ class SimCluster:
                 node = SimNode(name, rank, f"{NS_PREFIX}{self.owner}-r{rank}", self.dir / name, spec)
                 self.nodes.append(node)
                 _sh("ip", "netns", "add", node.ns)
-                _sh("ip", "-n", node.ns, "link", "set", "lo", "up")
-                write_node_files(node, self.scenario, self.inventory_data, self.dir)
+                write_node_files(node, self.scenario, self.inventory, self.dir)
+            self._lap("files", started)
             self._wire()
+            self._lap("wiring", started)
             for node in self.nodes:
                 if not node.spec.powered_off:
                     self._start_sshd(node)  # with sshd = false the node boots, but sshd exits: port closed
             self._start_api()
             self._write_known_hosts()
             self._write_inventory()
-            self._wait_ready(ready_timeout)
+            self._wait_ready(10.0 + 2.0 * max(0, len(self.nodes) - 2) if ready_timeout is None else ready_timeout)
+            self._lap("ready", started)
         except BaseException:
             self.down()
             raise
         return self.inventory_path
 
+    def _lap(self, phase: str, started: float) -> None:
+        """Bring-up's phases, seconds since it began (benchmarks/bench_sim_bringup.py prints them)."""
+        self.timings[phase] = time.monotonic() - started
+
+    @property
+    def switch_namespace(self) -> str:
+        """The namespace of the sim's switches: the LAN's bridge and each switched rail's."""
+        return f"{NS_PREFIX}{self.owner}-sw"
+
     def _wire(self) -> None:
+        """The LAN (a bridge every node's enP7s7 plugs into), each switched rail (a bridge of its own,
+        every end's netdev a veth into it), each cable half (a veth pair between its two ends), the
+        uncabled ports (present, down) and the scenario's routes. One `ip -batch` creates every link,
+        then one per namespace addresses and raises them."""
         by_name = {n.name: n for n in self.nodes}
-        a, b = self.nodes[0], self.nodes[1] if len(self.nodes) > 1 else None
-        pairs: list[tuple[str, dict[str, str]]] = []
-        if b is not None:
-            pairs.append((LAN_NETDEV, {a.name: a.lan_address, b.name: b.lan_address}))
-        pairs += [(netdev, link["addresses"]) for netdev, link in self.scenario.links.items()]
-        for index, (netdev, addresses) in enumerate(pairs):
-            names = list(addresses)
-            if len(names) != 2:
-                raise SimError(f"{self.scenario.source}: links.{netdev} must join exactly two nodes (a cable)")
-            tmp = [f"g{self.owner}l{index}{side}" for side in "ab"]
-            _sh("ip", "link", "add", tmp[0], "type", "veth", "peer", "name", tmp[1])
-            for tmp_name, node_name in zip(tmp, names, strict=True):
-                node = by_name[node_name]
-                _sh("ip", "link", "set", tmp_name, "netns", node.ns)
-                _sh("ip", "-n", node.ns, "link", "set", tmp_name, "name", netdev)
-                address = node.spec.addresses.get(netdev, addresses[node_name])  # renumbered, or the link's
-                rdma = node.spec.rdma.get(netdev)
-                for extra in rdma.extra_addresses if rdma else []:  # added first: the kernel's GIDs shift
-                    _sh("ip", "-n", node.ns, "addr", "add", extra, "dev", netdev, *(["nodad"] if ":" in extra else []))
-                _sh("ip", "-n", node.ns, "addr", "add", address, "dev", netdev)
-                if netdev in node.spec.mtu:
-                    _sh("ip", "-n", node.ns, "link", "set", netdev, "mtu", str(node.spec.mtu[netdev]))
-                if netdev not in node.spec.down and not node.spec.powered_off:
-                    _sh("ip", "-n", node.ns, "link", "set", netdev, "up")
+        sw = self.switch_namespace
+        _sh("ip", "netns", "add", sw)
+        create: list[str] = []  # from the root namespace: each veth made with its ends in their namespaces
+        unused: dict[str, int] = {}  # per node: uncabled ports so far
+        inside: dict[str, list[str]] = {sw: ["link set lo up"], **{n.ns: ["link set lo up"] for n in self.nodes}}
+
+        def switch(bridge: str) -> None:
+            # a switch passes jumbo frames: its ports take 9216 bytes, the nodes' MTUs decide what is sent
+            inside[sw] += [
+                f"link add {bridge} type bridge",
+                f"link set {bridge} mtu {SWITCH_MTU}",
+                f"link set {bridge} up",
+            ]
+
+        def plug(node: SimNode, netdev: str, bridge: str, port: str) -> None:
+            create.append(f"link add name {netdev} netns {node.ns} type veth peer name {port} netns {sw}")
+            inside[sw] += [f"link set {port} mtu {SWITCH_MTU}", f"link set {port} master {bridge}"]
+            if netdev not in node.spec.unplugged:  # else the switch port stays down: no carrier at the node
+                inside[sw].append(f"link set {port} up")
+
+        def uncabled(node: SimNode, netdev: str) -> None:
+            # a port with no cable: a veth whose peer stays in the same namespace, down
+            index = unused[node.ns] = unused.get(node.ns, -1) + 1
+            inside[node.ns].append(f"link add {netdev} type veth peer name gb10nc{index}")
+
+        def configure(node: SimNode, netdev: str, address: str) -> None:
+            rdma = node.spec.rdma.get(netdev)
+            for extra in rdma.extra_addresses if rdma else []:  # added first: the kernel's GIDs shift
+                inside[node.ns].append(f"addr add {extra} dev {netdev}" + (" nodad" if ":" in extra else ""))
+            inside[node.ns].append(f"addr add {node.spec.addresses.get(netdev, address)} dev {netdev}")
+            if netdev in node.spec.mtu:
+                inside[node.ns].append(f"link set {netdev} mtu {node.spec.mtu[netdev]}")
+            if netdev not in node.spec.down and not node.spec.powered_off:
+                inside[node.ns].append(f"link set {netdev} up")
+
+        switch("lan")
         for node in self.nodes:
-            for index, netdev in enumerate(self.scenario.data.get("unused_ports", {}).values()):
-                # a port with no cable: a veth whose peer stays in the same namespace, both down
-                _sh(
-                    "ip",
-                    "-n",
-                    node.ns,
-                    "link",
-                    "add",
-                    netdev,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    f"gb10nc{index}",
-                )
-            for route in node.spec.routes:  # a scenario's extra route (its gateway is a sim node, never outside)
-                _sh("ip", "-n", node.ns, "route", "add", *route.split())
+            plug(node, LAN_NETDEV, "lan", f"lan{node.rank}")
+            configure(node, LAN_NETDEV, node.lan_address)
+        for index, rail in enumerate(self.scenario.model.rails()):
+            ends = [(by_name[e.node], e) for e in rail.ends]
+            if rail.switched:
+                switch(f"s{index}")
+                for node, end in ends:
+                    plug(node, end.netdev, f"s{index}", f"s{index}n{node.rank}")
+            else:
+                if len(ends) != 2:
+                    raise SimError(f"{self.scenario.source}: links.{rail.name} must join exactly two nodes (a cable)")
+                (a, a_end), (b, b_end) = ends
+                if a_end.netdev in a.spec.unplugged or b_end.netdev in b.spec.unplugged:  # the cable is out
+                    uncabled(a, a_end.netdev)
+                    uncabled(b, b_end.netdev)
+                else:
+                    create.append(
+                        f"link add name {a_end.netdev} netns {a.ns} type veth peer name {b_end.netdev} netns {b.ns}"
+                    )
+            for node, end in ends:
+                configure(node, end.netdev, end.address)
+        for node in self.nodes:
+            for netdev in self.scenario.model.unused_ports.values():
+                uncabled(node, netdev)
+        _batch(create)
+        for ns, commands in inside.items():
+            _batch(commands, ns)
+        for node in self.nodes:  # a scenario's extra routes (their gateways are sim nodes, never outside)
+            try:
+                _batch([f"route add {route}" for route in node.spec.routes], node.ns)
+            except SimError as exc:
+                raise SimError(f"{self.scenario.source}: nodes.{node.name}.routes: {exc}") from exc
 
     def _start_sshd(self, node: SimNode) -> None:
         log = (node.dir / "sshd.log").open("wb")
@@ -384,7 +449,7 @@ class SimCluster:
         service = self.scenario.model.service
         nodes = []
         for node in self.nodes:
-            lines = node_files.startup_lines(node, self.scenario, self.inventory_data)
+            lines = node_files.startup_lines(node, self.scenario, self.inventory)
             if service.state != "ready":  # it never finishes loading
                 lines = lines[: _loading_index(lines)]
             meminfo = node.spec.meminfo_kb()
@@ -392,7 +457,7 @@ class SimCluster:
                 {
                     "meminfo_path": str(node.dir / "meminfo"),
                     "meminfo": meminfo,
-                    "end_available_kb": service.startup_min_available_kb or SERVING_AVAILABLE_KB[node.rank % 2],
+                    "end_available_kb": service.startup_min_available_kb or SERVING_AVAILABLE_KB[min(node.rank, 1)],
                     "log_path": str(node.dir / "container.log"),
                     "lines": lines,
                 }
@@ -401,12 +466,9 @@ class SimCluster:
         self._spawn("sim.startup", config, "startup", None)
 
     def _node_addresses(self, node: SimNode) -> list[str]:
-        addrs = [node.lan_ip] + [
-            str(ipaddress.ip_interface(lk["addresses"][node.name]).ip)
-            for lk in self.scenario.links.values()
-            if node.name in lk["addresses"]
-        ]
-        return [node.name, *addrs]
+        """What SSH may call the node: its name, its LAN address, its address on each of its rails."""
+        ends = [str(ipaddress.ip_interface(end.address).ip) for _, end in self.scenario.model.ends_of(node.name)]
+        return [node.name, node.lan_ip, *ends]
 
     def _write_known_hosts(self) -> None:
         lines = []
@@ -420,46 +482,12 @@ class SimCluster:
             (node.dir / "fs" / "home" / user / ".ssh" / "known_hosts").write_text(text)
 
     def _write_inventory(self) -> None:
-        """The example inventory (the seed's expectations), with the sim's nodes and how to reach them."""
-        data = self.inventory_data
-        data["ssh"] = {
-            "connect_timeout": 5,
-            **self.scenario.data.get("inventory", {}).get("ssh", {}),  # a scenario may shorten the bound
-            "host_key_policy": "known_hosts",
-            "known_hosts": str(self.dir / "known_hosts"),
-            "use_ssh_config": False,
-        }
-        data["nodes"] = [
-            {
-                "name": n.name,
-                "rank": n.rank,
-                "transport": "ssh",
-                "host": n.spec.ssh_host or n.lan_ip,
-                "port": 22,
-                "user": n.spec.login_user if n.spec.unprivileged else "root",
-                "key": str(self.dir / "client_key"),
-                **({"sudo": n.spec.sudo} if n.spec.sudo is not None else {}),
-            }
-            for n in self.nodes
-        ]
-        # a short bandwidth run: the sim's links are veths, the figures the scenario's
-        data["thresholds"] = {"bandwidth_seconds": 1, **data.get("thresholds", {})}
-        examples = {lk["netdev"]: lk for lk in data.get("links", [])}
-        data["links"] = [
-            {
-                **{k: v for k, v in examples.get(netdev, {}).items() if k in ("gid_index", "min_gbps", "mtu")},
-                "netdev": netdev,
-                "rdma_device": link["rdma_device"],
-                "addresses": link["addresses"],
-                **({"mtu": link["mtu"]} if "mtu" in link else {}),
-            }
-            for netdev, link in self.scenario.links.items()
-        ]
+        """The example inventory (the seed's expectations), with the sim's nodes, rails and control plane."""
         header = (
             f"# Written by the simulated cluster, scenario {self.scenario.name} ({self.scenario.source}).\n"
             "# Expectations are fixtures/cluster.example.toml's; nodes are reached over the sim's LAN.\n"
         )
-        self.inventory_path.write_text(header + tomli_w.dumps(data))
+        self.inventory_path.write_text(header + inventory_file.dumps(self.inventory_data))
 
     def _wait_ready(self, timeout: float) -> None:
         targets = [(n.lan_ip, 22, n.name) for n in self.nodes if n.reachable]

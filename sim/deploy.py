@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 COMPOSE_TEMPLATE = Path(__file__).parent / "deploy" / "compose.yml"
 GIB = 1024**3
+SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 # Checkpoints the sim can lay out: config.json values of a Qwen3-Next-style hybrid model (48
 # layers, every 4th full attention, 2 KV heads of 256, 36 Gated DeltaNet layers of 48 x 128 x 128)
@@ -55,8 +57,48 @@ def place(root: Path, path: str) -> Path:
     return target
 
 
-def render_compose(edits: list[tuple[str, str]]) -> str:
+@dataclass(frozen=True)
+class ComposeCluster:
+    """What a node's compose says about a ring or a switch (the template is the pair's own)."""
+
+    topology: str  # "ring" or "switch"
+    size: int
+    master: str  # rank 0's control-plane address
+    control: str  # the control plane's netdev (NCCL, Gloo and TP sockets)
+    devices: tuple[str, ...]  # the node's RDMA devices on the fabric (NCCL_IB_HCA, exact names)
+
+
+def _for_cluster(text: str, cluster: ComposeCluster) -> str:
+    """The pair's compose made the cluster's: TP and nnodes N, the master on the control plane, the
+    sockets on its netdev, NCCL_IB_HCA exactly the node's fabric devices; on a ring the halves kept
+    apart (NCCL_IB_MERGE_NICS=0) with subnet-aware routing, the ring algorithm from four nodes on."""
+    n, item = cluster.size, "\n      - "
+    shape = "in a ring" if cluster.topology == "ring" else "on a QSFP switch"
+    merge_nics = "NCCL_IB_MERGE_NICS=1"
+    if cluster.topology == "ring":
+        merge_nics = item.join(
+            ["NCCL_IB_MERGE_NICS=0", "NCCL_IB_SUBNET_AWARE_ROUTING=1", *(["NCCL_ALGO=Ring"] if n >= 4 else [])]
+        )
+    replacements = {
+        "across two GB10 nodes.": f"across {n} GB10 nodes ({shape}).",
+        "- MASTER_ADDR=169.254.94.252": f"- MASTER_ADDR={cluster.master}",
+        **{f"- {var}=enp1s0f0np0": f"- {var}={cluster.control}" for var in SOCKET_VARS},
+        "- NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0": "- NCCL_IB_HCA==" + ",".join(cluster.devices),
+        "- NCCL_IB_MERGE_NICS=1": f"- {merge_nics}",
+        "--tensor-parallel-size 2 --nnodes 2": f"--tensor-parallel-size {n} --nnodes {n}",
+    }
+    for old, new in replacements.items():
+        if text.count(old) != 1:
+            raise ValueError(f"sim/deploy/compose.yml must say {old!r} once, to be rendered for a {cluster.topology}")
+        text = text.replace(old, new)
+    return text
+
+
+def render_compose(edits: list[tuple[str, str]], cluster: ComposeCluster | None = None) -> str:
+    """The node's compose: the template (the pair's), made the cluster's if not a pair, then the scenario's edits."""
     text = COMPOSE_TEMPLATE.read_text(encoding="utf-8")
+    if cluster is not None:
+        text = _for_cluster(text, cluster)
     for old, new in edits:
         if old not in text:
             raise ValueError(f"compose edit: {old!r} does not occur in sim/deploy/compose.yml")

@@ -18,44 +18,67 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gb10check import inventory as inv
 from gb10check.errors import SimError
-from sim import deploy, language, vllm_logs
+from sim import deploy, language, layout, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
-from sim.scenario import Scenario, merge
+from sim.scenario import Scenario
+from sim.spec import LinkEnd, Rail
 from sim.stub import LANGUAGE_TOOLS, TOOLS
+from sim.tables import merge
 
 
 def _sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, text=True, timeout=15)
 
 
-def write_node_files(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
+def write_node_files(node: SimNode, scenario: Scenario, inventory: inv.Inventory, cluster_dir: Path) -> None:
     """Everything a node boots from, under its own folder, one part at a time."""
     ports = _rdma_ports(node, scenario)
-    _write_stubs(node, ports, scenario, inventory_data)
+    _write_stubs(node, ports, scenario, inventory)
     _write_fake_sys(node, ports)
-    _write_deployment(node, scenario, inventory_data, cluster_dir)
+    _write_deployment(node, scenario, inventory, cluster_dir)
     _write_sshd(node, cluster_dir)
     _write_boot(node)
 
 
+def _dark(scenario: Scenario, rail: Rail, end: LinkEnd) -> bool:
+    """No carrier at this end: a cable is dark when either end is down or unplugged (or its node off); a
+    switch port when this end is (the switch and the other ports stay up)."""
+    ends = [end] if rail.switched else list(rail.ends)
+    nodes = scenario.model.nodes
+    return any(
+        e.netdev in nodes[e.node].down or e.netdev in nodes[e.node].unplugged or nodes[e.node].powered_off for e in ends
+    )
+
+
 def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
-    """Every RDMA port of a node: the links' (as this node names them, with the addresses its netdev
-    got in order, and down when either end of the cable is) and the uncabled ones."""
+    """Every RDMA port of a node: its ends of the rails (as this node names them, with the addresses its
+    netdev got in order, and down when its end is, or on a cable either end) and the uncabled ones."""
+    model = scenario.model
     ports: list[dict[str, Any]] = []
-    for netdev, link in scenario.links.items():
-        spec = node.spec.rdma.get(netdev)
-        ends = [scenario.model.nodes[name] for name in link["addresses"]]
-        address = node.spec.addresses.get(netdev, link["addresses"].get(node.name, ""))
+    for rail, end in model.ends_of(node.name):
+        spec = node.spec.rdma.get(end.netdev)
+        down = _dark(scenario, rail, end)
+        toward = {}  # the peer's address on this rail (as the peer really has it) -> Gb/s from this end
+        for peer, gbps in (spec.bw_to if spec else {}).items():
+            peer_end = rail.end(peer)
+            assert peer_end is not None  # the scenario's validation: bw_to names peers on this rail
+            actual = model.nodes[peer].addresses.get(peer_end.netdev, peer_end.address)
+            toward[str(ipaddress.ip_interface(actual).ip)] = gbps
         ports.append(
             {
-                "rdma_device": (spec.device if spec and spec.device else link["rdma_device"]),
-                "netdev": netdev,
+                "rdma_device": (spec.device if spec and spec.device else end.rdma_device),
+                "netdev": end.netdev,
                 "rate": spec.rate if spec else "200 Gb/sec (2X NDR)",
                 "bw_gbps": spec.bw_gbps if spec else 109.0,
+                "bw_to": toward,
                 "bw_failure": spec.bw_failure if spec else None,
-                "down": any(netdev in end.down or end.powered_off for end in ends),
-                "addresses": [*(spec.extra_addresses if spec else []), address],
+                "down": down,
+                "addresses": [
+                    *(spec.extra_addresses if spec else []),
+                    node.spec.addresses.get(end.netdev, end.address),
+                ],
             }
         )
     ports += [
@@ -66,9 +89,10 @@ def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
             "down": True,
             "addresses": [],
             "bw_gbps": 0.0,
+            "bw_to": {},
             "bw_failure": None,
         }
-        for dev, nd in scenario.model.unused_ports.items()
+        for dev, nd in model.unused_ports.items()
     ]
     return sorted(ports, key=lambda p: p["rdma_device"].lower())
 
@@ -86,26 +110,27 @@ def _compose_binary(node: SimNode) -> Path:
     return copy
 
 
-def _write_stubs(
-    node: SimNode, ports: list[dict[str, Any]], scenario: Scenario, inventory_data: dict[str, Any]
-) -> None:
+def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario, inventory: inv.Inventory) -> None:
     """The stub tools on the node's PATH, and the state they answer from (sim/stub.py)."""
     d, spec = node.dir, node.spec
     (d / "bin").mkdir(parents=True)
     shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
     state = {
         "node": node.name,
+        "nodes": list(scenario.nodes),  # in rank order: the ranks nccl-tests lists
         "kernel_log": _kernel_log(node, ports),
         "nccl_tests": dict(node.spec.nccl_tests),
         "driver": _driver(node),
         "gpu_uuid": spec.gpu_uuid or "GPU-00000000-0000-0000-0000-000000000000",
         "rdma_ports": ports,
         "stubs": [stub.model_dump() for stub in spec.stubs],
-        "docker": _docker_state(node, scenario, inventory_data),
+        "docker": _docker_state(node, scenario, inventory),
         "perftest": {
             "version": spec.perftest_version,
             "mb_label": "MB" if spec.perftest_version == "24.01" else "MiB",
-            "ports": {p["rdma_device"]: {"gbps": p["bw_gbps"], "failure": p["bw_failure"]} for p in ports},
+            "ports": {
+                p["rdma_device"]: {"gbps": p["bw_gbps"], "to": p["bw_to"], "failure": p["bw_failure"]} for p in ports
+            },
         },
     }
     (d / "state.json").write_text(json.dumps(state, indent=2))
@@ -283,23 +308,23 @@ mount --bind {d}/linger /var/lib/systemd/linger
     )
 
 
-def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any]) -> dict[str, Any]:
+def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> dict[str, Any]:
     """What the node's docker stub knows: images (same layers everywhere, IDs per node, as after
     `docker load`), the vLLM container (running on every node while the deployment runs, unless the
     scenario says otherwise) and its log, cgroup set-up, and the GPU runtime."""
-    deployment = inventory_data.get("deployment", {})
+    deployment = inventory.deployment
     layers = [f"sha256:{deploy.digest(f'layer-{i}')}" for i in range(6)]
-    running = scenario.model.deployment.running and bool(deployment)
+    running = scenario.model.deployment.running and deployment is not None
     state: dict[str, Any] = {
         "images": [
             {
-                "tags": [deployment.get("image", "vllm/vllm-openai:qwen38-flash-next")],
+                "tags": [deployment.image if deployment else "vllm/vllm-openai:qwen38-flash-next"],
                 "id": f"sha256:{deploy.digest(f'image-{node.name}')}",
                 "layers": layers,
                 "arch": "arm64",
             }
         ],
-        "container": {"name": deployment["container"], "image": deployment["image"]} if running else None,
+        "container": {"name": deployment.container, "image": deployment.image} if running and deployment else None,
         "gpu": "ok",
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
@@ -312,11 +337,11 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory_data: dict[str, A
     if state["container"] is not None:
         state["log_file"] = str(node.dir / "container.log")
         state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)
-        _write_container_log(node, scenario, inventory_data, Path(state["log_file"]))
+        _write_container_log(node, scenario, inventory, Path(state["log_file"]))
     return state
 
 
-def _write_container_log(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], path: Path) -> None:
+def _write_container_log(node: SimNode, scenario: Scenario, inventory: inv.Inventory, path: Path) -> None:
     """The container's log so far: a healthy start that ended minutes ago (or the scenario's own
     lines), then the scenario's extra lines and its one long line. A scenario with a startup time writes
     it live instead (sim/startup.py)."""
@@ -324,7 +349,7 @@ def _write_container_log(node: SimNode, scenario: Scenario, inventory_data: dict
     lines = list(docker.log) if docker.log is not None else []
     if docker.log is None and not service.startup_seconds:
         started = datetime.now(UTC) - timedelta(seconds=1200)
-        lines = vllm_logs.stamped(_startup(node, scenario, inventory_data, started), started)
+        lines = vllm_logs.stamped(_startup(node, scenario, inventory, started), started)
     lines += docker.log_extra
     long = docker.log_long_line
     if long is not None:
@@ -333,58 +358,89 @@ def _write_container_log(node: SimNode, scenario: Scenario, inventory_data: dict
     path.write_text("".join(f"{line}\n" for line in lines))
 
 
-def startup_lines(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any]) -> list[vllm_logs.Line]:
+def startup_lines(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> list[vllm_logs.Line]:
     """A healthy start's log lines on this node (seconds after the start, text): what sim/startup.py writes live."""
-    return _startup(node, scenario, inventory_data, datetime.now(UTC))
+    return _startup(node, scenario, inventory, datetime.now(UTC))
 
 
-def _startup(
-    node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], started: datetime
-) -> list[vllm_logs.Line]:
+def _fabric_devices(node: SimNode, inventory: inv.Inventory) -> list[str]:
+    """The node's RDMA devices on the fabric, in one order for every node (NCCL_IB_HCA, NCCL's log)."""
+    devices = {m.rdma_device for _, m in inventory.members_of(node.name)}
+    order = {d: i for i, d in enumerate(layout.DEVICE_ORDER)}
+    return sorted(devices, key=lambda d: (order.get(d, len(order)), d))
+
+
+def _startup(node: SimNode, scenario: Scenario, inventory: inv.Inventory, started: datetime) -> list[vllm_logs.Line]:
     service, deployment = scenario.model.service, scenario.model.deployment
+    control = inventory.control_netdev(node.name) or ""
     return vllm_logs.startup_log(
         node.rank,
         started,
         version=service.vllm_version,
-        model=inventory_data.get("service", {}).get("model", ""),
+        model=inventory.service.model if inventory.service else "",
         served=service.served_model_name or "",
         port=service.port,
         transport=deployment.nccl_transport,
         eager=deployment.eager,
         nccl_version=deployment.nccl_version,
+        host=node.spec.hostname or node.name,
+        world=inventory.size,
+        master=inventory.master_address or "",
+        devices=_fabric_devices(node, inventory),
+        oob=f"{control}:{inventory.control_address(node.name) or ''}",
     )
 
 
-def _write_deployment(node: SimNode, scenario: Scenario, inventory_data: dict[str, Any], cluster_dir: Path) -> None:
+def _compose_cluster(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> deploy.ComposeCluster | None:
+    """What the node's compose says about the cluster (None: the pair's, the template as it is)."""
+    if scenario.topology == "pair":
+        return None
+    return deploy.ComposeCluster(
+        topology=scenario.topology,
+        size=inventory.size,
+        master=inventory.master_address or "",
+        control=inventory.control_netdev(node.name) or "",
+        devices=tuple(_fabric_devices(node, inventory)),
+    )
+
+
+def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventory, cluster_dir: Path) -> None:
     """The node's files, under its own root folder: compose, .env, HF cache, netplan, /etc/passwd
-    (naming the login account), ~/.ssh for the QSFP mesh."""
+    (naming the login account), ~/.ssh for the fabric's mesh."""
     spec, fs = node.spec, node.dir / "fs"
-    dep, service = inventory_data.get("deployment", {}), inventory_data.get("service", {})
-    links = list(scenario.links.items())
+    dep, service = inventory.deployment, inventory.service
     home = fs / "home" / spec.login_user
     ssh_dir = home / ".ssh"  # the home of the node's first name (what ssh reads)
     for sub in (fs / "etc", ssh_dir):
         sub.mkdir(parents=True, exist_ok=True)
-    if dep:
+    if dep is not None:
         edits = [*scenario.model.deployment.compose_edits, *spec.compose_edits]
-        deploy.place(fs, dep["compose_file"]).write_text(deploy.render_compose(edits))
+        cluster = _compose_cluster(node, scenario, inventory)
+        try:
+            compose = deploy.render_compose(edits, cluster)
+        except ValueError as exc:  # an edit written for another topology's compose
+            shape = f"a {cluster.topology} of {cluster.size}" if cluster else "the pair"
+            raise SimError(f"{scenario.source}: {exc} (rendered for {shape}, as on {node.name})") from exc
+        deploy.place(fs, dep.compose_file).write_text(compose)
         env = {
-            "MODEL_ID": service.get("model", ""),
+            "MODEL_ID": service.model if service else "",
             "NODE_RANK": str(node.rank),
-            "VLLM_HOST_IP": links[0][1]["addresses"][node.name].split("/")[0] if links else "",
+            "VLLM_HOST_IP": inventory.control_address(node.name) or "",  # its control-plane address
             **spec.env,
         }
-        deploy.place(fs, dep["env_file"]).write_text(deploy.render_env(env))
-        if service.get("model") and not spec.hf.absent:
+        deploy.place(fs, dep.env_file).write_text(deploy.render_env(env))
+        if service is not None and service.model and not spec.hf.absent:
             hf = merge(
                 scenario.model.deployment.hf.model_dump(exclude_unset=True), spec.hf.model_dump(exclude_unset=True)
             )
-            folder = fs / dep["hf_cache"].lstrip("/") / "hub" / ("models--" + service["model"].replace("/", "--"))
-            deploy.build_hf_cache(folder, service["model"], hf)
+            folder = fs / dep.hf_cache.lstrip("/") / "hub" / ("models--" + service.model.replace("/", "--"))
+            deploy.build_hf_cache(folder, service.model, hf)
+    # its own netdevs; the pair's first half link-local, as the seed's netplan has it
+    pair = scenario.topology == "pair"
     plan = {
-        netdev: ("link-local" if i == 0 else link["addresses"][node.name])
-        for i, (netdev, link) in enumerate(links)
-        if netdev not in spec.netplan.omit
+        end.netdev: ("link-local" if pair and i == 0 else end.address)
+        for i, (_, end) in enumerate(scenario.model.ends_of(node.name))
+        if end.netdev not in spec.netplan.omit
     }
     if not spec.netplan.absent:
         path = deploy.place(fs, "/etc/netplan/40-cx7.yaml")

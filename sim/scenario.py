@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -13,30 +14,41 @@ from pydantic import ValidationError
 from gb10check import inventory as inv
 from gb10check.errors import SimError
 from gb10check.textfile import read_text
-from sim import spec
+from sim import inventory_file, layout, spec
+from sim.tables import merge
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
-EXAMPLE_INVENTORY = Path(__file__).resolve().parent.parent / "fixtures" / "cluster.example.toml"
-TOP_KEYS = {"description", "base", "nodes", "links", "unused_ports", "service", "deployment", "inventory", "expect"}
+TOP_KEYS = {
+    "description",
+    "base",
+    "topology",
+    "size",
+    "nodes",
+    "links",
+    "unused_ports",
+    "service",
+    "deployment",
+    "inventory",
+    "expect",
+}
 
 
 def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
+def split_rebase(ref: str) -> tuple[str, str | None]:
+    """`NAME@BASE` -> (NAME, BASE): the scenario NAME's own tables over BASE instead of its own base."""
+    name, at, base = ref.rpartition("@")
+    return (name, base) if at and name and base else (ref, None)
 
 
-def _locate(name_or_path: str) -> Path:
+def _locate(name_or_path: str, here: Path | None = None) -> Path:
+    """A builtin scenario's file, or a .toml path (relative to `here`: the folder of the file naming it)."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or "/" in name_or_path:
+        if here is not None and not path.is_absolute():
+            path = here / path
         if not path.is_file():
             raise SimError(f"scenario file {path} not found")
         return path
@@ -48,9 +60,7 @@ def _locate(name_or_path: str) -> Path:
     return builtin
 
 
-def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    if path.resolve() in seen:
-        raise SimError(f"{path}: 'base' chain loops back on itself")
+def _read(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(read_text(path, "the scenario"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -58,14 +68,111 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise SimError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(TOP_KEYS)}")
+    return data
+
+
+def _load_raw(ref: str, here: Path | None, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The scenario `ref` names, merged over its base chain, its rank keys resolved (not yet expanded)."""
+    name, rebase = split_rebase(ref)
+    path = _locate(name, here)
+    if path.resolve() in seen:
+        raise SimError(f"{path}: 'base' chain loops back on itself")
+    data = _read(path)
     base = data.pop("base", None)
+    base_here: Path | None = path.parent
+    if rebase is not None:  # NAME@BASE: NAME's own tables over BASE (named where NAME@BASE was written)
+        base, base_here = rebase, here
     if base is None:
-        return data
-    base_path = _locate(base) if not base.endswith(".toml") else (path.parent / base)
-    inherited = _load_raw(base_path, (*seen, path.resolve()))
+        return _over({}, data, path)
+    if not isinstance(base, str):
+        raise SimError(f"{path}: base = {base!r}: give a scenario name or a .toml path")
+    inherited = _load_raw(base, base_here, (*seen, path.resolve()))
     inherited.pop("expect", None)  # what the base scenario must fail is not what this one must
     inherited.pop("description", None)
-    return merge(inherited, data)
+    return _over(inherited, data, path)
+
+
+def _ranks(data: dict[str, Any], path: Path) -> dict[int, str]:
+    """Rank -> node name: the topology's nodes, or the file's own (each table's `rank`)."""
+    if "topology" in data or "size" in data:
+        topology, size = data.get("topology"), data.get("size")
+        problem = layout.size_problem(topology, size)
+        if problem:
+            raise SimError(f"{path}: {problem}")
+        low, _ = layout.SIZES[str(topology)]
+        return {k: layout.node_name(k) for k in range(size or low)}
+    nodes = data.get("nodes", {})
+    return {
+        t["rank"]: name
+        for name, t in (nodes.items() if isinstance(nodes, dict) else [])
+        if isinstance(t, dict) and isinstance(t.get("rank"), int)
+    }
+
+
+def _over(inherited: dict[str, Any], own: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`own` (one file's tables) over `inherited`, its `rank<k>` keys first resolved to the node of
+    rank k among the nodes the two make together."""
+    shape = {k: v for k, v in own.items() if k in ("topology", "size")}
+    if "topology" in own and "topology" not in inherited and inherited.get("links"):
+        raise SimError(
+            f"{path}: topology = {own['topology']!r} over a base that lists its own nodes and links: start from a "
+            "scenario with a topology (healthy-ring3, healthy-switch4, ...) or from none"
+        )
+    nodes = own.get("nodes")
+    named = {k: v for k, v in nodes.items() if not layout.RANK_KEY.match(k)} if isinstance(nodes, dict) else {}
+    by_rank = _ranks(merge(inherited, {**shape, "nodes": named}), path)
+    return merge(inherited, _resolve_ranks(own, by_rank, path))
+
+
+def _resolve_ranks(own: dict[str, Any], by_rank: dict[int, str], path: Path) -> dict[str, Any]:
+    """Every `rank<k>` that names a node (a [nodes.*] key, a link's node, a bw_to peer) -> its name."""
+
+    def name(key: str, where: str) -> str:
+        m = layout.RANK_KEY.match(key)
+        if m is None:
+            return key
+        if int(m[1]) not in by_rank:
+            ranks = ", ".join(f"rank{k} = {n}" for k, n in sorted(by_rank.items())) or "none"
+            raise SimError(f"{path}: {where}: no node has rank {m[1]} in this scenario ({ranks})")
+        return by_rank[int(m[1])]
+
+    own = copy.deepcopy(own)
+    if isinstance(own.get("nodes"), dict):
+        nodes: dict[str, Any] = {}
+        for key, table in own["nodes"].items():
+            node = name(key, f"nodes.{key}")
+            if node in nodes:
+                raise SimError(f"{path}: nodes.{key} and nodes.{node} are the same node: write one table")
+            for netdev, port in (table.get("rdma", {}) if isinstance(table, dict) else {}).items():
+                if isinstance(port, dict) and isinstance(port.get("bw_to"), dict):
+                    where = f"nodes.{key}.rdma.{netdev}.bw_to"
+                    port["bw_to"] = {name(k, f"{where}.{k}"): v for k, v in port["bw_to"].items()}
+            nodes[node] = table
+        own["nodes"] = nodes
+    for rail, link in (own.get("links") or {}).items():
+        if isinstance(link, dict) and isinstance(link.get("addresses"), dict):
+            link["addresses"] = {name(k, f"links.{rail}.addresses.{k}"): v for k, v in link["addresses"].items()}
+        for i, end in enumerate(link.get("members", []) if isinstance(link, dict) else []):
+            if isinstance(end, dict) and isinstance(end.get("node"), str):
+                end["node"] = name(end["node"], f"links.{rail}.members[{i}].node")
+    return own
+
+
+def _expand(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A scenario with a topology: the nodes, links and unused ports it stands for, its tables over them."""
+    if "topology" not in data:
+        return data
+    skeleton = layout.skeleton(data["topology"], data.get("size") or layout.SIZES[data["topology"]][0])
+    for node, table in data.get("nodes", {}).items():
+        if node not in skeleton["nodes"]:
+            raise SimError(
+                f"{path}: nodes.{node} is not a node of this {data['topology']} of {len(skeleton['nodes'])} "
+                f"({', '.join(skeleton['nodes'])}); name a node by its rank: [nodes.rank<k>]"
+            )
+        rank = skeleton["nodes"][node]["rank"]
+        if isinstance(table, dict) and table.get("rank", rank) != rank:
+            raise SimError(f"{path}: nodes.{node}.rank = {table['rank']!r}, but {node} is rank {rank} here")
+    return merge(skeleton, data)
 
 
 @dataclass(frozen=True)
@@ -74,7 +181,7 @@ class Scenario:
     source: Path
     data: dict[str, Any]
 
-    @property
+    @cached_property
     def model(self) -> spec.Scenario:
         """The scenario, typed, with every default (validated at load)."""
         return spec.Scenario.model_validate(self.data)
@@ -85,8 +192,16 @@ class Scenario:
         return dict(sorted(self.model.nodes.items(), key=lambda kv: kv[1].rank))
 
     @property
-    def links(self) -> dict[str, dict[str, Any]]:
-        return dict(self.data.get("links", {}))
+    def topology(self) -> str:
+        """pair, ring or switch: as the file says, else a pair (the nodes and links it lists)."""
+        return self.model.topology or "pair"
+
+    def node_of_rank(self, rank: int) -> str:
+        return next(name for name, node in self.model.nodes.items() if node.rank == rank)
+
+    def placeholders(self) -> dict[str, str]:
+        """`rank<k>` -> the node of rank k: what an [expect] test id writes as {rank<k>}."""
+        return {f"rank{node.rank}": name for name, node in self.model.nodes.items()}
 
     @property
     def service(self) -> dict[str, Any]:
@@ -100,26 +215,33 @@ class Scenario:
 
 
 def _validate(path: Path, data: dict[str, Any]) -> None:
-    """As strict as an inventory: every key known, every netdev one a link has (sim/spec.py)."""
+    """As strict as an inventory: every key known, every netdev one a link has (sim/spec.py), and the
+    inventory the sim writes for it valid (the [inventory] overrides included)."""
     if not isinstance(data.get("nodes"), dict) or not data["nodes"]:
         raise SimError(f"{path}: a scenario needs [nodes.<name>] tables (directly or through 'base')")
     try:
-        spec.Scenario.model_validate(data)
+        model = spec.Scenario.model_validate(data)
     except ValidationError as exc:
         raise SimError(f"{path}: invalid scenario:\n{inv.validation_problems(exc, data)}\nSee sim/README.md.") from exc
-    overrides = data.get("inventory", {})
-    if overrides:  # the [inventory] table must leave a valid inventory (the sim replaces nodes and links)
-        example = tomllib.loads(EXAMPLE_INVENTORY.read_text(encoding="utf-8"))
-        merged = merge(example, overrides)
-        try:
-            inv.Inventory.model_validate(merged)
-        except ValidationError as exc:
-            problems = inv.validation_problems(exc, merged).replace("  - key '", "  - key 'inventory.")
-            raise SimError(f"{path}: invalid [inventory] overrides:\n{problems}") from exc
+    written = inventory_file.written(model, Path("/run/gb10sim/0"))
+    try:
+        inv.Inventory.model_validate(written)
+    except ValidationError as exc:
+        problems = inv.validation_problems(exc, written)
+        if not data.get("inventory"):
+            raise SimError(f"{path}: the sim writes an invalid inventory for it (a sim bug):\n{problems}") from exc
+        problems = problems.replace("  - key '", "  - key 'inventory.")
+        raise SimError(f"{path}: invalid [inventory] overrides:\n{problems}") from exc
 
 
-def load_scenario(name_or_path: str) -> Scenario:
-    path = _locate(name_or_path)
-    data = _load_raw(path)
+def load_scenario(ref: str) -> Scenario:
+    """A builtin name or a .toml path, or `NAME@BASE`: NAME's own tables over the scenario BASE (its
+    [expect], written for its own base, does not apply there)."""
+    name, rebase = split_rebase(ref)
+    path = _locate(name)
+    data = _load_raw(ref, None)
+    if rebase is not None:
+        data.pop("expect", None)
+    data = _expand(data, path)
     _validate(path, data)
-    return Scenario(name=path.stem, source=path, data=data)
+    return Scenario(name=path.stem + (f"@{rebase}" if rebase else ""), source=path, data=data)

@@ -8,6 +8,7 @@ These models validate the merged scenario (after `base`); sim/ still reads the p
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -115,6 +116,9 @@ class RdmaPort(_Spec):
     rate: str = "200 Gb/sec (2X NDR)"  # what sysfs `rate` says the port negotiated
     extra_addresses: list[str] = []  # addresses the netdev got before the link's: they shift its GIDs
     bw_gbps: float = Field(109.0, ge=0)  # what ib_write_bw measures from this end (the field report's 109)
+    # what it measures toward a given peer on this rail, when not bw_gbps (node or rank<k> -> Gb/s): a slow
+    # pair behind a switch; a run takes the lower of its two ends' figures, as the slower end limits it
+    bw_to: dict[str, float] = {}
     # the run fails with completion errors instead, of this status (12, 13, 10, 11 in libibverbs' numbers)
     bw_failure: Literal["retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-operation"] | None = None
 
@@ -128,6 +132,9 @@ class Node(_Spec):
     gpu_uuid: str | None = None
     meminfo: dict[str, int] = {}
     down: list[str] = []
+    # ports with no carrier, both ends administratively up: the cable is out of this port (a direct
+    # cable: dark at both ends), or its switch port is down (only this node's end)
+    unplugged: list[str] = []
     mtu: dict[str, int] = {}  # netdev -> MTU on this node (default: the kernel's 1500)
     addresses: dict[str, str] = {}  # netdev -> the address this node really has, when not the link's (renumbered)
     perftest_version: Literal["24.01", "26.04"] = "24.01"  # DGX OS 7 ships 24.01 (MB/sec, numeric status)
@@ -189,10 +196,58 @@ class Node(_Spec):
         return {**MEMINFO, **self.meminfo}
 
 
-class Link(_Spec):
+class LinkEnd(_Spec):
+    """One node's end of a link, when its netdev and RDMA device are its own (a ring's cable)."""
+
+    node: str
+    netdev: str
     rdma_device: str
-    addresses: dict[str, str]
+    address: str
+
+
+class Link(_Spec):
+    """links.<name>: one rail of the fabric. Either `rdma_device` and `addresses` (every node on the
+    netdev <name>: the pair's cable halves, a switch's rails) or `members` (each end its own netdev:
+    a ring's cable half, <name> the rail's name)."""
+
+    rdma_device: str | None = None
+    addresses: dict[str, str] | None = None
+    members: list[LinkEnd] | None = None
     mtu: int | None = None  # what the inventory expects of this link (the nodes' own MTU: nodes.<name>.mtu)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Link:
+        short = self.rdma_device is not None or self.addresses is not None
+        if short == (self.members is not None):
+            raise ValueError("give rdma_device and addresses = { node = ... }, or members = [...], not both")
+        if short and (self.rdma_device is None or self.addresses is None):
+            raise ValueError("rdma_device and addresses go together")
+        if self.members is not None and len(self.members) < 2:
+            raise ValueError("a link joins two or more nodes")
+        return self
+
+    def ends(self, name: str) -> list[LinkEnd]:
+        """Its members, each with its netdev (the short form's: `name`, the link's key)."""
+        if self.members is not None:
+            return list(self.members)
+        assert self.rdma_device is not None and self.addresses is not None
+        return [
+            LinkEnd(node=n, netdev=name, rdma_device=self.rdma_device, address=a) for n, a in self.addresses.items()
+        ]
+
+
+@dataclass(frozen=True)
+class Rail:
+    """A link as the sim wires it: a switch's rail is a bridge every end plugs into; any other is a
+    cable (a veth pair) between its two ends."""
+
+    name: str
+    ends: tuple[LinkEnd, ...]
+    mtu: int | None
+    switched: bool
+
+    def end(self, node: str) -> LinkEnd | None:
+        return next((e for e in self.ends if e.node == node), None)
 
 
 class FakeApi(_Spec):
@@ -242,6 +297,8 @@ class Expect(_Spec):
 class Scenario(_Spec):
     description: str = ""
     expect: Expect | None = None  # the file's own: never inherited through `base`
+    topology: Literal["pair", "ring", "switch"] | None = None  # None: the nodes and links the file lists
+    size: int | None = Field(None, ge=2, le=8)
     nodes: dict[str, Node] = Field(min_length=1)
     links: dict[str, Link] = {}
     unused_ports: dict[str, str] = {}  # rdma device -> netdev
@@ -249,27 +306,54 @@ class Scenario(_Spec):
     deployment: Deployment = Deployment()
     inventory: dict[str, object] = {}  # checked against the inventory model on its own
 
+    def rails(self) -> list[Rail]:
+        """Every link as the sim wires it, in the file's order."""
+        return [
+            Rail(name, tuple(link.ends(name)), link.mtu, self.topology == "switch" or len(link.ends(name)) > 2)
+            for name, link in self.links.items()
+        ]
+
+    def ends_of(self, node: str) -> list[tuple[Rail, LinkEnd]]:
+        """The node's ends of the fabric: each rail it is on, with its end there."""
+        return [(rail, end) for rail in self.rails() for end in rail.ends if end.node == node]
+
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
-        netdevs = set(self.links) | set(self.unused_ports.values())
+        for name, link in self.links.items():
+            ends = link.ends(name)
+            nodes = [e.node for e in ends]
+            unknown = sorted(set(nodes) - set(self.nodes))
+            twice = sorted({n for n in nodes if nodes.count(n) > 1})
+            if unknown or twice:
+                raise ValueError(f"links.{name} names unknown node(s) {unknown} or a node twice {twice}")
+            if link.members is None and set(nodes) != set(self.nodes):
+                raise ValueError(
+                    f"links.{name}.addresses must name every node once (missing {sorted(set(self.nodes) - set(nodes))})"
+                )
+        unused = set(self.unused_ports.values())
         for name, node in self.nodes.items():
-            unknown = sorted(set(node.down) - netdevs)
+            mine = {e.netdev: (rail, e) for rail, e in self.ends_of(name)}
+            unknown = sorted(set(node.down) - set(mine) - unused)
             if unknown:
                 raise ValueError(
-                    f"nodes.{name}.down names {unknown}, which no link or unused port has: {sorted(netdevs)}"
+                    f"nodes.{name}.down names {unknown}, which no link or unused port of {name} has: "
+                    f"{sorted(set(mine) | unused)}"
                 )
-            for key in ("mtu", "addresses", "rdma"):
-                strays = sorted(set(getattr(node, key)) - set(self.links))
+            for key in ("unplugged", "mtu", "addresses", "rdma"):
+                strays = sorted(set(getattr(node, key)) - set(mine))
                 if strays:
-                    raise ValueError(f"nodes.{name}.{key} names {strays}, which no link has: {sorted(self.links)}")
-            omitted = sorted(set(node.netplan.omit) - set(self.links))
+                    raise ValueError(f"nodes.{name}.{key} names {strays}, which no link of {name} has: {sorted(mine)}")
+            omitted = sorted(set(node.netplan.omit) - set(mine))
             if omitted:
-                raise ValueError(f"nodes.{name}.netplan.omit names {omitted}, which no link has: {sorted(self.links)}")
-        for netdev, link in self.links.items():
-            missing = sorted(set(self.nodes) - set(link.addresses))
-            unknown = sorted(set(link.addresses) - set(self.nodes))
-            if missing or unknown:
                 raise ValueError(
-                    f"links.{netdev}.addresses must name every node once (missing {missing}, unknown {unknown})"
+                    f"nodes.{name}.netplan.omit names {omitted}, which no link of {name} has: {sorted(mine)}"
                 )
+            for netdev, port in node.rdma.items():
+                rail = mine[netdev][0]
+                strangers = sorted(set(port.bw_to) - {e.node for e in rail.ends if e.node != name})
+                if strangers:
+                    raise ValueError(
+                        f"nodes.{name}.rdma.{netdev}.bw_to names {strangers}, which are not {name}'s peers on "
+                        f"{rail.name}: {[e.node for e in rail.ends if e.node != name]}"
+                    )
         return self

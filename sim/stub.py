@@ -437,6 +437,13 @@ def _perf_addresses(dev: str, gid: int, peer_gid: str) -> str:
     )
 
 
+def _toward(port: dict[str, Any], peer: str) -> tuple[float, str | None]:
+    """What this end of the rail carries toward `peer` (an address), Gb/s, and the completion error its
+    writes end in (a WC_FAILURE key), if they fail."""
+    failure = port.get("failure")
+    return float(port.get("to", {}).get(peer, port.get("gbps", 0.0))), failure if failure in WC_FAILURE else None
+
+
 def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     import socket
 
@@ -469,7 +476,9 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         with conn, conn.makefile("rw") as peer:
             hello = peer.readline().split()  # "<gid usable 0|1> <the client's GID, decimal>"
             ok = _gid_usable(dev, o["gid"], conn.getsockname()[0])
-            peer.write(f"{int(ok)} {_gid_decimal(dev, o['gid'])}\n")
+            # this end's GID, then what this end carries toward the client and whether its writes fail
+            gbps, failing = _toward(me, conn.getpeername()[0])
+            peer.write(f"{int(ok)} {_gid_decimal(dev, o['gid'])} {gbps} {failing or '-'}\n")
             peer.flush()
             out += _perf_header(dev, o["gid"], server=True)
             if not ok or hello[:1] != ["1"]:
@@ -495,14 +504,18 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         if not ok or answer[:1] != ["1"]:
             return out, RTR, 1
         out += _perf_addresses(dev, o["gid"], answer[1])
-        if me.get("failure") in WC_FAILURE:
-            code, text = WC_FAILURE[me["failure"]]
+        # the run is as fast as its slower end, and fails when either end's writes do (with its status)
+        mine, failing = _toward(me, o["host"])
+        theirs = answer[3] if len(answer) > 3 and answer[3] in WC_FAILURE else None
+        gbps = min(mine, float(answer[2])) if len(answer) > 3 else mine
+        failure = failing or theirs
+        if failure:
+            code, text = WC_FAILURE[failure]
             time.sleep(min(o["seconds"], 0.5))
             return out, COMPLETION_ERROR[perf["version"]].format(code=code, text=text), 1
         time.sleep(o["seconds"])
         peer.write("done\n")
         peer.flush()
-    gbps = float(me.get("gbps", 0.0))
     rate = gbps * 1e9 / 8 / 65536 / 1e6  # Mpps of 64 KiB messages
     average = gbps if o["gbits"] else gbps / (2**20 * 8 / 1e9)
     unit = "Gb" if o["gbits"] else perf["mb_label"]
@@ -529,18 +542,23 @@ NCCL_TABLE_HEAD = (
 
 
 def all_gather_perf(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
-    """nccl-tests' all_gather_perf between the two nodes (its layout; the figure the scenario gives)."""
+    """nccl-tests' all_gather_perf across the cluster's nodes, one rank each (its layout; the figure the
+    scenario gives)."""
     size = int(args[args.index("-b") + 1]) if "-b" in args else 1 << 30
     nccl = state.get("nccl_tests") or {}
+    nodes = state.get("nodes") or [state["node"]]
     busbw = float(nccl.get("busbw_gbs", 22.5))
-    algbw = busbw * 2  # all_gather over 2 ranks: busbw = algbw * (n - 1) / n
+    n = len(nodes)
+    algbw = busbw * n / (n - 1) if n > 1 else busbw  # all_gather over n ranks: busbw = algbw * (n - 1) / n
     usec = size / (algbw * 1e9) * 1e6
     wrong = int(nccl.get("wrong", 0))
+    ranks = "".join(
+        f"#  Rank {rank:2d} Group  0 Pid {41337 + 7919 * rank:6d} on {name} device  0 [0x01] NVIDIA GB10\n"
+        for rank, name in enumerate(nodes)
+    )
     head = (
         f"# nThread 1 nGpus 1 minBytes {size} maxBytes {size} step: 2(factor) warmup iters: 5 iters: 20 "
-        "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n"
-        "#  Rank  0 Group  0 Pid  41337 on thinkstationpgx-30 device  0 [0x01] NVIDIA GB10\n"
-        "#  Rank  1 Group  0 Pid  28814 on thinkstationpgx-32 device  0 [0x01] NVIDIA GB10\n#\n"
+        f"agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n{ranks}#\n"
     )
     row = (
         f"  {size:>10}  {size // 4:>12}     float    none      -1  {usec:7.1f}  {algbw:6.2f}  {busbw:6.2f}  {wrong:>5}"

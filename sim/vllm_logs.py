@@ -31,11 +31,18 @@ def startup_log(
     served: str,
     port: int,
     transport: str,
+    host: str,
+    world: int,
+    master: str,
+    devices: list[str],
+    oob: str,
     eager: bool = False,
     nccl_version: str = "2.27.7",
 ) -> list[Line]:
-    """The container's log of a healthy start on this rank: weights 850.66 s on rank 0 and 300.79 s on
-    rank 1, engine init 73.57 s, graphs 5 s (the field report's figures)."""
+    """The container's log of a healthy start on this rank of `world`: weights 850.66 s on rank 0 and
+    300.79 s on each follower, engine init 73.57 s, graphs 5 s (the field report's figures). `host` is
+    the node's hostname, `master` rank 0's address, `devices` the RDMA devices NCCL uses and `oob` its
+    socket interface (netdev:address)."""
     load = 850.66 if rank == 0 else 300.79
     engine = "(EngineCore_DP0 pid=187) " if rank == 0 else f"(Worker_TP{rank} pid=88) "
     lines: list[Line] = []
@@ -49,7 +56,7 @@ def startup_log(
         mode = "eager" if eager else "<CUDAGraphMode.FULL_DECODE_ONLY: (2, 0)>"
         at(
             4.0,
-            f"Initializing a V1 LLM engine (v{version}) with config: model='{model}', tensor_parallel_size=2, "
+            f"Initializing a V1 LLM engine (v{version}) with config: model='{model}', tensor_parallel_size={world}, "
             f"enforce_eager={eager}, served_model_name={served}, compilation_config={{'mode': 0, 'cudagraph_mode': "
             f"{mode}, 'cudagraph_capture_sizes': [1, 2, 4, 8, 16]}}",
             "core.py:93",
@@ -57,18 +64,18 @@ def startup_log(
     else:
         at(
             0.5,
-            f"Launching vLLM (v{version}) with headless multiproc executor, head node address 169.254.94.252",
+            f"Launching vLLM (v{version}) with headless multiproc executor, head node address {master}",
             "serve.py:212",
             "",
         )
-    at(9.0, f"rank {rank} in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank {rank}, EP rank 0",
-       "parallel_state.py:1411")  # fmt: skip
+    at(9.0, f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank {rank}, "
+       "EP rank 0", "parallel_state.py:1411")  # fmt: skip
     at(9.4, f"vLLM is using nccl=={nccl_version}", "pynccl.py:111")
-    host = "thinkstationpgx-30" if rank == 0 else "thinkstationpgx-32"
     if transport == "IB":
-        nccl = "NET/IB : Using [0]rocep1s0f0:1/RoCE [1]roceP2p1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:169.254.94.252<0>"
+        using = " ".join(f"[{i}]{device}:1/RoCE" for i, device in enumerate(devices))
+        nccl = f"NET/IB : Using {using} [RO]; OOB {oob}<0>"
     else:
-        nccl = "NET/Socket : Using [0]enp1s0f0np0:169.254.94.252<0>"
+        nccl = f"NET/Socket : Using [0]{oob}<0>"
     at(9.6, f"{host}:187:187 [0] NCCL INFO {nccl}")
     at(10.0, f"Starting to load model {model}...", "gpu_model_runner.py:3562")
     for noise in NOISE:

@@ -10,23 +10,26 @@ from gb10check.node import follows_from
 
 
 @pytest.fixture(scope="session")
-def link_down_advice(cluster):
-    """`link_down_advice(node, link)`: what a port of `link` found down on `node` tells its hint, as
-    evidence.expect's `hints`, `context` and a `detail` to add. When the other end's node cannot be
-    asked, the finding follows from that node (node-unreachable, its commands for that node), never
-    the check's own advice; else roce-link-down, with `ip link set ... up` only when this node has the
-    netdev administratively DOWN (else the other end or the cable: the interface check tells which)."""
+def link_down_advice(cluster, inventory):
+    """`link_down_advice(node, rail)`: what `node`'s port on `rail` found down tells its hint, as
+    evidence.expect's `hints`, `context` and a `detail` to add. When the node at the cable's other end
+    cannot be asked, the finding follows from that node (node-unreachable, its commands for that node),
+    never the check's own advice (on a switch another node being off leaves this port lit: no such
+    excuse); else roce-link-down, with `ip link set ... up` only when this node has the netdev
+    administratively DOWN (else the other end or the cable: the interface check tells which)."""
 
-    def advice(node, link):
-        gone = cluster.unreachable(n for n in link.addresses if n != node)
+    def advice(node, rail):
+        mine = rail.member(node)
+        direct = inventory.topology != "switch"
+        gone = cluster.unreachable(m.node for m in rail.members if m.node != node) if direct else []
         if gone:
             return {"hints": ("node-unreachable",), "context": {"node": gone[0]}, "detail": follows_from(gone)}
         try:
-            dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(link.netdev)
+            dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)
         except GB10Error:  # not knowing gives no command, never a command for the wrong end
             dev = None
         down = dev is not None and not dev.admin_up
-        return {"hints": ("roce-link-down",), "context": {"netdev_down": [link.netdev]} if down else None}
+        return {"hints": ("roce-link-down",), "context": {"netdev_down": [mine.netdev]} if down else None}
 
     return advice
 

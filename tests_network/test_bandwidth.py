@@ -1,17 +1,19 @@
-"""RDMA write bandwidth (perftest's ib_write_bw, gb10check/bandwidth.py): each link alone, then all
-links at once, the client on rank 0 and the server on the peer. The run working is a network
-verdict; the figure against the inventory's min_gbps a performance one (`-m "network and not
-performance"` leaves the thresholds out). Skipped while the deployment's container runs (it would
-compete with NCCL for the links) unless --bandwidth; never part of smoke."""
+"""RDMA write bandwidth (perftest's ib_write_bw, gb10check/bandwidth.py) between every two nodes that
+share a rail: each rail alone, then each pair of nodes on all its rails at once, the client on the
+lower rank. The pairs run in rounds in which no node is in two pairs (the pairs of a round at once).
+The run working is a network verdict; the figure against the rail's min_gbps a performance one
+(`-m "network and not performance"` leaves the thresholds out). Skipped while the deployment's
+container runs (it would compete with NCCL) unless --bandwidth; never part of smoke."""
 
 import contextlib
+import copy
 import dataclasses
 import fcntl
 import json
 
 import pytest
 
-from fixtures.cluster import shared_dir
+from fixtures.cluster import OnPair, progress_writer, shared_dir
 from gb10check import bandwidth
 from gb10check.parsers.perftest import BwFailure
 
@@ -34,41 +36,98 @@ def _shared(folder, key):
 
 
 def _as_dict(run):
-    return {**{f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.name not in ("link", "failure")},
-            "netdev": run.link.netdev, "failure": dataclasses.asdict(run.failure) if run.failure else None}  # fmt: skip
+    return {
+        **{f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.name not in ("job", "failure")},
+        "job": [run.job.rail.name, run.job.client, run.job.server],
+        "failure": dataclasses.asdict(run.failure) if run.failure else None,
+    }
 
 
-def _from_dict(data, links):
-    link = next(link for link in links if link.netdev == data.pop("netdev"))
+def _from_dict(data, rails):
+    name, client, server = data.pop("job")
     failure = BwFailure(**data.pop("failure")) if data["failure"] else None
-    return bandwidth.BwRun(link=link, failure=failure, **{k: v for k, v in data.items() if k != "failure"})
+    job = bandwidth.Job(rails[name], client, server)
+    return bandwidth.BwRun(job=job, failure=failure, **{k: v for k, v in data.items() if k != "failure"})
+
+
+def _wanted(session, test_names):
+    """The pairs the selected tests of `test_names` ask about (a -k selection measures those only)."""
+    out = []
+    for item in session.items:
+        if item.originalname in test_names and hasattr(item, "callspec"):
+            out += [v for v in item.callspec.params.values() if isinstance(v, OnPair)]
+    return list(dict.fromkeys(out))
 
 
 class Runs:
-    """Each measurement once per session (the functional and the performance test share it)."""
+    """The matrix, measured once per session when a test first asks (the functional and the
+    performance tests share it): the selected pairs alone on each rail, then each selected pair of
+    nodes on all its rails at once, in rounds. A pair with a node that could not be asked at all fails
+    with that node's error; the others are measured."""
 
-    def __init__(self, cluster, inventory, skip_while_serving, folder):
-        self.cluster, self.inventory, self.folder = cluster, inventory, folder
-        self.skip_while_serving = skip_while_serving
+    def __init__(self, cluster, inventory, skip_while_serving, folder, session, progress):
+        self.cluster, self.inventory, self.folder, self.session = cluster, inventory, folder, session
+        self.skip_while_serving, self.progress = skip_while_serving, progress
         self.memo = {}
 
-    def measure(self, links):
-        key = tuple(link.netdev for link in links)
-        self.skip_while_serving(sorted({n for link in links for n in link.addresses}), "ib_write_bw")
+    def _phase(self, key, rounds):
         if key not in self.memo:
-            rank0, seconds = self.inventory.api_node.name, self.inventory.thresholds.bandwidth_seconds
-            with _shared(self.folder, key) as (cached, keep):
+            nodes = sorted({n for r in rounds for job in r for n in job.pair})
+            self.skip_while_serving(nodes, "ib_write_bw")
+            seconds = self.inventory.thresholds.bandwidth_seconds
+            rails = {r.name: r for r in self.inventory.rails}
+            with _shared(self.folder, (key,)) as (cached, keep):
                 if cached is not None:
-                    self.memo[key] = [_from_dict(dict(d), links) for d in cached]
+                    self.memo[key] = [_from_dict(dict(d), rails) for d in cached]
                 else:
-                    self.memo[key] = bandwidth.measure(self.cluster, list(links), rank0, seconds)
+                    self.memo[key] = bandwidth.run_rounds(self.cluster, rounds, seconds, self.progress)
                     keep(self.memo[key])
         return self.memo[key]
+
+    def _reachable(self, pair):
+        """Raise the node's own error if either node of `pair` could not be asked at all (the pair cannot
+        be measured; the other pairs still are)."""
+        for name in pair.nodes:
+            error = self.cluster.snapshot(name).error
+            if error is not None:
+                raise copy.copy(error)
+
+    def _measurable(self, pairs):
+        return [p for p in pairs if all(self.cluster.snapshot(n).error is None for n in p.nodes)]
+
+    def alone(self, pair):
+        """The run of `pair` (an OnPair with its rail) alone on its rail."""
+        self._reachable(pair)
+        wanted = [(p.node, p.peer, p.rail.name) for p in self._measurable(_wanted(self.session, ALONE))] or [
+            (pair.node, pair.peer, pair.rail.name)
+        ]
+        runs = self._phase("alone", bandwidth.alone_rounds(self.inventory, wanted))
+        return next(r for r in runs if r.job.pair == (pair.node, pair.peer) and r.job.rail.name == pair.rail.name)
+
+    def together(self, pair):
+        """The runs of `pair` (an OnPair of two nodes) on all the rails they share at once."""
+        self._reachable(pair)
+        wanted = [(p.node, p.peer) for p in self._measurable(_wanted(self.session, TOGETHER))] or [
+            (pair.node, pair.peer)
+        ]
+        runs = self._phase("together", bandwidth.together_rounds(self.inventory, wanted))
+        return [r for r in runs if r.job.pair == (pair.node, pair.peer)]
+
+
+ALONE = ("test_rdma_write_runs", "test_rdma_bandwidth")
+TOGETHER = ("test_rdma_bandwidth_all_rails_at_once",)
 
 
 @pytest.fixture(scope="session")
 def runs(cluster, inventory, skip_while_serving, request):
-    return Runs(cluster, inventory, skip_while_serving, shared_dir(request.config))
+    return Runs(
+        cluster,
+        inventory,
+        skip_while_serving,
+        shared_dir(request.config),
+        request.session,
+        progress_writer(request.config),
+    )
 
 
 def _last_lines(output):
@@ -80,7 +139,7 @@ def _expect_ran(evidence, run):
     failure = run.failure
     evidence.expect(
         failure is None,
-        what=f"ib_write_bw {run.where}",
+        what=f"ib_write_bw ({run.setup})",
         expected="a completed run with its average",
         found=f"{run.gbps:.2f} Gb/s" if run.gbps is not None else failure.what,
         detail=_last_lines(run.client_output) if failure else "",
@@ -89,44 +148,46 @@ def _expect_ran(evidence, run):
 
 
 @pytest.mark.hints("bw-connect-failed")
-def test_rdma_write_runs(link, runs, evidence):
-    """The run works over this link (alone): server listening, client connected, a figure."""
-    [run] = runs.measure([link])
-    _expect_ran(evidence, run)
+def test_rdma_write_runs(rail_pair, runs, evidence):
+    """The run works between these two nodes over this rail (alone): server listening, client connected, a figure."""
+    _expect_ran(evidence, runs.alone(rail_pair))
 
 
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth(link, runs, evidence):
-    [run] = runs.measure([link])
+def test_rdma_bandwidth(rail_pair, runs, evidence):
+    """The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps."""
+    run = runs.alone(rail_pair)
     if run.gbps is None:
-        pytest.skip(f"no figure: the run over {link.netdev} failed ({run.failure.what}); see test_rdma_write_runs")
+        pytest.skip(f"no figure: the run {run.where} failed ({run.failure.what}); see test_rdma_write_runs")
+    rail = rail_pair.rail
     evidence.figure("bandwidth_gbps", run.gbps)
     evidence.expect(
-        run.gbps >= link.min_gbps,
-        what=f"RDMA write bandwidth {run.where}",
-        expected=f">= {link.min_gbps:g} Gb/s (links[].min_gbps)",
+        run.gbps >= rail.min_gbps,
+        what=f"RDMA write bandwidth, the rail alone ({run.setup})",
+        expected=f">= {rail.min_gbps:g} Gb/s (rails[].min_gbps of {rail.name})",
         found=f"{run.gbps:.2f} Gb/s",
     )
 
 
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth_all_links_at_once(inventory, runs, evidence):
-    """Both halves of the cable together (separate TCP ports and devices): what NCCL's merged NIC gets."""
-    links = inventory.links
-    if len(links) < 2:
-        pytest.skip("the inventory has one link: the aggregate is the per-link figure")
-    both = runs.measure(links)
+def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, evidence):
+    """Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
+    NIC gets between them."""
+    rails = inventory.rails_between(node_pair.node, node_pair.peer)
+    if len(rails) < 2:
+        pytest.skip(f"{node_pair.place} share one rail: the aggregate is that rail's figure")
+    both = runs.together(node_pair)
     for run in both:
         _expect_ran(evidence, run)
-    total, needed = sum(r.gbps for r in both), sum(link.min_gbps for link in links)
+    total, needed = sum(r.gbps for r in both), sum(rail.min_gbps for rail in rails)
     evidence.figure("bandwidth_gbps", total)
     for run in both:
-        evidence.figure(f"bandwidth_gbps_{run.link.netdev}", run.gbps)
+        evidence.figure(f"bandwidth_gbps_{run.job.rail.name}", run.gbps)
     evidence.expect(
         total >= needed,
-        what=f"RDMA write bandwidth, {len(both)} links at once from {both[0].client}",
-        expected=f">= {needed:g} Gb/s (the sum of the links' min_gbps)",
-        found=f"{total:.2f} Gb/s (" + ", ".join(f"{r.link.netdev} {r.gbps:.2f}" for r in both) + ")",
+        what=f"RDMA write bandwidth, {len(both)} rails at once",
+        expected=f">= {needed:g} Gb/s (the sum of the rails' min_gbps)",
+        found=f"{total:.2f} Gb/s (" + ", ".join(f"{r.job.rail.name} {r.gbps:.2f}" for r in both) + ")",
     )

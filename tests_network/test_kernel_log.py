@@ -23,9 +23,9 @@ def _lines(events, shown=3):
 
 
 @pytest.mark.hints("roce-link-flap")
-def test_qsfp_link_did_not_flap(link_on_node, cluster, evidence):
-    netdev = link_on_node.link.netdev
-    log = _kernel_log(cluster, link_on_node.node)
+def test_qsfp_link_did_not_flap(member, cluster, evidence):
+    netdev = member.member.netdev
+    log = _kernel_log(cluster, member.node)
     flaps = log.flaps(netdev)
     ups = [e for e in log.of("link") if e.where == netdev and e.what == "up"]
     evidence.expect(

@@ -1,8 +1,8 @@
 """NCCL's environment against the fabric as the node has it: the socket interfaces vLLM gets
-(compose + script) are netdevs that are up, on the subnet of the master address, and not the one
-the default route leaves by (a LAN or Wi-Fi drop would then kill serving); NCCL_IB_HCA selects
-exactly the links' RDMA devices; no NCCL config file sets what the compose does not. The names
-mean what they mean to NCCL (gb10check/nccl.py)."""
+(compose + script) are netdevs that are up, on the subnet of the master address, and, on a fabric
+netdev, not the one the default route leaves by (a LAN or Wi-Fi drop would then kill serving);
+NCCL_IB_HCA selects exactly the node's RDMA devices on the rails; no NCCL config file sets what the
+compose does not. The names mean what they mean to NCCL (gb10check/nccl.py)."""
 
 import ipaddress
 import shlex
@@ -24,8 +24,12 @@ SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 
 @pytest.mark.hints("nccl-socket-ifname")
-def test_socket_interfaces_are_on_the_fabric(node, deployment, inventory, link_down_advice, evidence):
+def test_socket_interfaces_are_on_the_fabric(node, inventory, deployment, link_down_advice, evidence):
+    """The control plane as vLLM gets it: up, on the master address's subnet, and, when the
+    inventory puts it on the fabric, not the netdev the default route leaves by (a ring's or a
+    switch's control plane on the LAN port is where the default route is: that is its design)."""
     snap = node.snapshot()
+    fabric = {m.netdev for _, m in inventory.members_of(node.name)}
     run = vllm_run(snap, deployment, node.spec.rank)
     netdevs = snap.fact(probes.IP_ADDR)
     leaves_by = sorted({r.dev for r in snap.fact(probes.IP_ROUTE) if r.dst == "default"})
@@ -46,36 +50,42 @@ def test_socket_interfaces_are_on_the_fabric(node, deployment, inventory, link_d
             dev = netdevs[name]
             subnets = [ipaddress.ip_interface(a).network for a in dev.addresses]
             on_master = master is not None and any(ipaddress.ip_address(master) in s for s in subnets)
+            # the default route may leave by the control plane when the inventory puts it on the LAN (a ring's,
+            # a switch's): that is its design; on a fabric netdev it is the default-route-on-qsfp fault
+            routed = name in leaves_by and (name in fabric or name != inventory.control_netdev(node.name))
             # the variable names the right netdev and only its link is down: the link's finding (or that of
             # the node at its other end, when that node cannot be asked), not the variable's
             up = dev.admin_up and dev.carrier
-            only_dark = not up and on_master and name not in leaves_by
+            only_dark = not up and on_master and not routed
             evidence.expect(
-                up and on_master and name not in leaves_by,
+                up and on_master and not routed,
                 what=f"{var} netdev {name}",
-                expected=f"up with carrier, on the subnet of the master address {said}, not the default route's",
+                expected=f"up with carrier, on the subnet of the master address {said}"
+                + (
+                    ", not the default route's" if name in fabric or name != inventory.control_netdev(node.name) else ""
+                ),
                 found=(
                     f"{'up' if up else 'down or no carrier'}, "
                     f"{', '.join(dev.addresses) or 'no address'}"
-                    + (", the default route leaves by it" if name in leaves_by else "")
+                    + (", the default route leaves by it" if routed else "")
                 ),
                 **_link_down(link_down_advice, inventory, node.name, name) if only_dark else {},
             )
 
 
 def _link_down(link_down_advice, inventory, node, netdev):
-    """A QSFP netdev down or dark under a right variable: the link's finding ({} for a netdev no link has)."""
-    link = next((link for link in inventory.links if link.netdev == netdev), None)
-    if link is None:
+    """A fabric netdev down or dark under a right variable: its rail's finding ({} for a netdev on no rail)."""
+    rail = next((rail for rail, m in inventory.members_of(node) if m.netdev == netdev), None)
+    if rail is None:
         return {}
-    advice = link_down_advice(node, link)
+    advice = link_down_advice(node, rail)
     return {**advice, "detail": advice.get("detail") or "the link is down: see the interface and RoCE link checks"}
 
 
 @pytest.mark.hints("nccl-hca-incomplete")
 def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
     """The RDMA devices NCCL_IB_HCA selects on this node, as NCCL matches it against the node's
-    devices, are exactly those of the inventory's links' netdevs: with one half of the cable NCCL
+    devices, are exactly those of the node's ends of the rails: with one half of the cable NCCL
     runs at half speed or worse; with an extra device it may route over a port that is not the
     cable's. (Whether those ports are ACTIVE is the port checks' verdict.)"""
     snap = node.snapshot()
@@ -83,7 +93,10 @@ def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
     ports = snap.fact(probes.RDMA_PORTS)
     value = run.environment.get("NCCL_IB_HCA")
     chosen = ib_hca_selects(value, ports)
-    links = {link.netdev: [p.device for p in ports.values() if link.netdev in p.netdevs] for link in inventory.links}
+    links = {
+        m.netdev: [p.device for p in ports.values() if m.netdev in p.netdevs]
+        for _, m in inventory.members_of(node.name)
+    }
     wanted = sorted({d for devices in links.values() for d in devices})
     unplaced = [netdev for netdev, devices in links.items() if not devices]
     inactive = [d for d in chosen if not ports[d].active]  # the port checks judge the state; said here too

@@ -1,5 +1,5 @@
-"""UFW lets the cluster's traffic through (every QSFP subnet; the API port on rank 0), now and
-after a reboot."""
+"""UFW lets the cluster's traffic through (every rail's peers, the control plane's, the API port on
+rank 0), now and after a reboot."""
 
 from urllib.parse import urlsplit
 
@@ -12,12 +12,11 @@ pytestmark = pytest.mark.preflight
 
 
 def _needs(inventory, node):
-    links = [(link.netdev, link.addresses) for link in inventory.links]
     api_port = None
     if node.spec.rank == 0 and inventory.service is not None:
         url = urlsplit(inventory.service.base_url)
         api_port = url.port or (443 if url.scheme == "https" else 80)
-    return needs_for(node.name, links, api_port)
+    return needs_for(inventory, node.name, api_port)
 
 
 def _blocked(needs, rules, policy):

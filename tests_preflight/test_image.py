@@ -3,6 +3,7 @@
 import pytest
 
 from gb10check import probes
+from gb10check.compare import odd_ones_out, shown
 from gb10check.facts import compose_service
 
 pytestmark = pytest.mark.preflight
@@ -48,14 +49,15 @@ def test_image_layers_identical(cluster, inventory, deployment, evidence):
     for spec in inventory.nodes:
         image = cluster.snapshot(spec.name).fact(probes.IMAGE)
         layers[spec.name] = image.layers if image else None
-    rank0 = layers[inventory.api_node.name]
-    differ = [name for name, value in layers.items() if value != rank0]
     missing = [name for name, value in layers.items() if value is None]
+    keys = {name: tuple(value) if value is not None else None for name, value in layers.items()}
+    odd = sorted(set(odd_ones_out(keys, [inventory.api_node.name])) | set(missing))
+    common = next((layers[n] for n in layers if n not in odd), None)
     evidence.expect(
-        not differ and rank0 is not None,
+        not odd,
         what=f"RootFS layers of {deployment.image}",
-        expected=f"the same on every node as on {inventory.api_node.name} ({len(rank0 or ())} layers)",
-        found="; ".join(f"{name}: {_layers(value)}" for name, value in layers.items()),
+        expected="the same on every node" + (f" ({len(common)} layers)" if common else ""),
+        found=shown({name: _layers(value) for name, value in layers.items()}, odd),
         hints=("image-missing",) if missing else (),
     )
 

@@ -1,4 +1,4 @@
-"""netplan configures every QSFP netdev, in files only root can read (netplan's own rule)."""
+"""netplan configures each node's fabric netdevs, in files only root can read (netplan's own rule)."""
 
 import pytest
 
@@ -14,16 +14,17 @@ def _files(node):
 
 @pytest.mark.hints("netplan-missing")
 def test_netplan_configures_qsfp(node, inventory, evidence):
-    if not inventory.links:
-        pytest.skip("the inventory lists no QSFP links for netplan to configure")
+    netdevs = [m.netdev for _, m in inventory.members_of(node.name)]
+    if not netdevs:
+        pytest.skip(f"the inventory lists no rails for {node.name}, so nothing for netplan to configure")
     files = _files(node)
     configured = configured_netdevs(files)
-    missing = [link.netdev for link in inventory.links if link.netdev not in configured]
+    missing = [netdev for netdev in netdevs if netdev not in configured]
     where = ", ".join(f.path for f in files) or "no file: /etc/netplan has none"
     evidence.expect(
         not missing,
         what="netplan",
-        expected="a file in /etc/netplan configuring " + ", ".join(link.netdev for link in inventory.links),
+        expected="a file in /etc/netplan configuring " + ", ".join(netdevs),
         found=f"nothing for {', '.join(missing)} in {where}"
         if missing
         else ", ".join(sorted({f.path for f in configured.values()})),
@@ -33,8 +34,8 @@ def test_netplan_configures_qsfp(node, inventory, evidence):
 
 @pytest.mark.hints("netplan-permissions")
 def test_netplan_file_mode(node, inventory, evidence):
-    if not inventory.links:
-        pytest.skip("the inventory lists no QSFP links, so no netplan file to check")
+    if not inventory.members_of(node.name):
+        pytest.skip(f"the inventory lists no rails for {node.name}, so no netplan file to check")
     configured = configured_netdevs(_files(node))
     files = {f.path: f for f in configured.values()}
     if not files:  # nothing to restrict: the missing file is test_netplan_configures_qsfp's finding

@@ -1,10 +1,11 @@
-"""Rank 0 logs in to every peer over each QSFP address without a password (copying weights,
-starting the follower), as the deployment user."""
+"""Every node logs in to each node it shares a rail with, over each of those rails, without a
+password (copying weights, starting the followers, mpirun), as the deployment user."""
 
 import re
 
 import pytest
 
+from fixtures.cluster import INVENTORY, OnPair
 from gb10check.node import follows_from
 from gb10check.probes import ssh_login
 
@@ -19,33 +20,41 @@ def _last_line(text):
     return lines[-1] if lines else ""
 
 
+def pytest_generate_tests(metafunc):
+    """`ssh_route`: from each node to each node it shares a rail with (both ways: each has its own keys)."""
+    if "ssh_route" in metafunc.fixturenames:
+        inventory = metafunc.config.stash.get(INVENTORY, None)
+        routes = [OnPair(a, b) for a, b in inventory.node_pairs()] if inventory else []
+        routes += [OnPair(r.peer, r.node) for r in routes]
+        metafunc.parametrize("ssh_route", routes, ids=[str(r) for r in routes])
+
+
 @pytest.mark.hints("ssh-qsfp-denied")
-def test_passwordless_ssh_over_qsfp(peer, cluster, inventory, evidence):
-    peer = peer.node
-    if not inventory.links:
-        pytest.skip("the inventory lists no QSFP links to log in over")
-    rank0 = inventory.api_node.name
-    snap = cluster.snapshot(rank0)
+def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
+    node, peer = ssh_route.node, ssh_route.peer
+    snap = cluster.snapshot(node)
     failed, failed_ips, unreachable = [], [], True
-    for link in inventory.links:
-        ip = link.ip(peer)
-        res = snap.raw(ssh_login(peer, link, inventory.ssh.connect_timeout))
+    rails = inventory.rails_between(node, peer)
+    for rail in rails:
+        target = rail.member(peer)
+        res = snap.raw(ssh_login(target, inventory.ssh.connect_timeout))
         if res.timed_out or res.rc != 0:
-            failed_ips.append(ip)
+            failed_ips.append(target.ip)
         if res.timed_out:
-            failed.append(f"{link.netdev} {ip}: no answer within {res.duration:.0f} s")
+            failed.append(f"rail {rail.name} {target.ip}: no answer within {res.duration:.0f} s")
         elif res.rc != 0:
             said = _last_line(res.stderr) or _last_line(res.stdout) or "(nothing printed)"
-            failed.append(f"{link.netdev} {ip}: exit {res.rc}: {said}")
+            failed.append(f"rail {rail.name} {target.ip}: exit {res.rc}: {said}")
             unreachable = unreachable and bool(_NO_PATH.search(res.stderr))
     gone = cluster.unreachable([peer]) if failed else []
     evidence.expect(
         not failed,
-        what=f"ssh from {rank0} to {peer} (BatchMode, no password)",
-        expected="login on every QSFP address",
-        found="; ".join(failed) or f"logged in over {len(inventory.links)} address(es)",
+        what=f"ssh from {node} to {peer} (BatchMode, no password)",
+        expected="login on every fabric address",
+        found="; ".join(failed) or f"logged in over {len(rails)} address(es)",
         detail=follows_from(gone) if gone else "",
         # the peer cannot be asked at all: the logins follow from it, not from its keys or the link
         hints=("node-unreachable",) if gone else ("roce-link-down",) if failed and unreachable else (),
-        context={"node_qsfp_ips": failed_ips},  # the hint's ssh lines: the addresses that failed, only those
+        # the hint's ssh lines: the addresses that failed, only those; node-unreachable's: for the node that is off
+        context={"node_qsfp_ips": failed_ips, **({"node": gone[0]} if gone else {})},
     )

@@ -3,6 +3,7 @@
 import pytest
 
 from gb10check import probes
+from gb10check.compare import odd_ones_out, shown
 
 pytestmark = pytest.mark.preflight
 
@@ -10,10 +11,11 @@ pytestmark = pytest.mark.preflight
 @pytest.mark.hints("user-mismatch")
 def test_same_user_on_every_node(cluster, inventory, evidence):
     users = {n.name: cluster.snapshot(n.name).fact(probes.WHOAMI) for n in inventory.nodes}
-    rank0 = users[inventory.api_node.name]
+    odd = odd_ones_out(users, [inventory.api_node.name])
+    common = next(u for n, u in users.items() if n not in odd)
     evidence.expect(
-        len(set(users.values())) == 1,
+        not odd,
         what="user name (id -un)",
-        expected=f"{rank0} on every node",
-        found=", ".join(f"{name}: {user}" for name, user in users.items()),
+        expected=f"{common} on every node",
+        found=shown(users, odd),
     )

@@ -111,7 +111,7 @@ def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence
         pytest.skip(
             f"{node.name}'s log does not say which network NCCL chose (NCCL_DEBUG=INFO in the compose prints it)"
         )
-    devices = sorted(link.rdma_device for link in inventory.links)
+    devices = sorted(m.rdma_device for _, m in inventory.members_of(node.name))
     evidence.fact("nccl_transport", f"NET/{found.kind} {', '.join(found.devices)}")
     evidence.expect(
         found.kind == "IB" and sorted(found.devices) == devices,

@@ -274,6 +274,7 @@ def hung_ssh_inventory(tmp: Path, port: int) -> Path:
         "[ssh]\nconnect_timeout = 30\nuse_ssh_config = false\n"
         '[[nodes]]\nname = "here"\nrank = 0\ntransport = "local"\n'
         f'[[nodes]]\nname = "mute"\nrank = 1\nhost = "127.0.0.1"\nport = {port}\n'
+        '[[rails]]\nnetdev = "lo"\nrdma_device = "none"\naddresses = { here = "10.99.0.1/24", mute = "10.99.0.2/24" }\n'
     )
     return path
 
@@ -438,19 +439,21 @@ _MARK = "\x00gb10check-hostile\x00"
 
 
 def history_template() -> dict[str, object]:
-    """A kept run as gb10check writes it: a check with evidence, a figure, a fact and a link, a failed one."""
+    """A kept run as gb10check writes it: a check of a pair over a rail with evidence, a figure and a fact;
+    a failed one."""
     from gb10check.report import Row, Summary
     from gb10check.verdict import Comparison
 
     summary = Summary(1767225600.0, "/etc/gb10check/cluster.toml", None)
     summary.rows = [
         Row(
-            "tests_network/test_bandwidth.py::test_rdma_bandwidth[enp1s0f0np0]",
-            "test_rdma_bandwidth[enp1s0f0np0]",
-            None,
+            "tests_network/test_bandwidth.py::test_rdma_bandwidth[a-b-enp1s0f0np0]",
+            "test_rdma_bandwidth[a-b-enp1s0f0np0]",
+            "a",
             "passed",
             [Comparison("ib_write_bw enp1s0f0np0", ">= 90 Gb/s", "109 Gb/s", True)],
-            link="enp1s0f0np0",
+            rail="enp1s0f0np0",
+            nodes=["a", "b"],
             figures={"bandwidth_gbps": 109.0},
             facts={"perftest": "24.01"},
         ),

@@ -49,9 +49,9 @@ def test_link_down_advice_is_the_down_end_once_in_the_section_and_each_cell(tmp_
         f"test_rdma_port_active[{R1}-enP2p1s0f0np0]": fix,
         f"test_roce_link_up[{R0}-enP2p1s0f0np0]": [],  # up here: this end has nothing to bring up
         f"test_rdma_port_active[{R0}-enP2p1s0f0np0]": [],
-        f"test_peer_answers_full_frames[{R1}-enP2p1s0f0np0]": [],  # a ping cannot tell which end
-        "test_rdma_write_runs[enP2p1s0f0np0]": [],
-        "test_rdma_bandwidth_all_links_at_once": [],
+        f"test_peer_answers_full_frames[{R0}-{R1}-enP2p1s0f0np0]": [],  # a ping cannot tell which end
+        f"test_rdma_write_runs[{R0}-{R1}-enP2p1s0f0np0]": [],
+        f"test_rdma_bandwidth_all_rails_at_once[{R0}-{R1}]": [],
     }, run.out
     page = html.unescape((tmp_path / "reports" / "report.html").read_text())
     cells = re.findall(r'<td class="cell failed".*?</td>', page, re.S)
@@ -70,7 +70,8 @@ def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
     run = run_suite(tmp_path, "--sim", "node-down", "-m", "network", "-k", "not bandwidth")
     ifname = f"tests_network/test_nccl_env.py::test_socket_interfaces_are_on_the_fabric[{R0}]"
     on_rank0 = {tid: hints for tid, hints in run.failed().items() if f"[{R0}" in tid}
-    assert ifname in on_rank0 and len(on_rank0) == 7, run.out  # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check
+    # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check, and rank 0's pings of rank 1 over the 2 rails
+    assert ifname in on_rank0 and len(on_rank0) == 9, run.out
     rows = {r["test"]: r for r in run.summary["checks"]}
     for tid, hints in on_rank0.items():
         assert hints == {"node-unreachable"}, (tid, hints)

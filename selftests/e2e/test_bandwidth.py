@@ -14,6 +14,7 @@ from selftests.e2e.runner import run_scenario, run_suite, sim_leftovers
 pytestmark = pytest.mark.sim
 
 BW = "tests_network/test_bandwidth.py::"
+PAIR = "thinkstationpgx-30-thinkstationpgx-32"
 LOG = re.compile(r"/tmp/gb10check-bw\.\w+\.\d+")
 
 
@@ -32,11 +33,11 @@ def test_figures_per_link_and_aggregate(tmp_path):
     assert run.rc == 0 and run.summary is not None, run.out
     found = {c["check"]: c["evidence"][-1]["found"] for c in run.summary["checks"]}
     assert found == {
-        "test_rdma_write_runs[enp1s0f0np0]": "109.00 Gb/s",
-        "test_rdma_write_runs[enP2p1s0f0np0]": "109.00 Gb/s",
-        "test_rdma_bandwidth[enp1s0f0np0]": "109.00 Gb/s",
-        "test_rdma_bandwidth[enP2p1s0f0np0]": "109.00 Gb/s",
-        "test_rdma_bandwidth_all_links_at_once": "218.00 Gb/s (enp1s0f0np0 109.00, enP2p1s0f0np0 109.00)",
+        f"test_rdma_write_runs[{PAIR}-enp1s0f0np0]": "109.00 Gb/s",
+        f"test_rdma_write_runs[{PAIR}-enP2p1s0f0np0]": "109.00 Gb/s",
+        f"test_rdma_bandwidth[{PAIR}-enp1s0f0np0]": "109.00 Gb/s",
+        f"test_rdma_bandwidth[{PAIR}-enP2p1s0f0np0]": "109.00 Gb/s",
+        f"test_rdma_bandwidth_all_rails_at_once[{PAIR}]": "218.00 Gb/s (enp1s0f0np0 109.00, enP2p1s0f0np0 109.00)",
     }
     assert "bandwidth 1s per run, min enp1s0f0np0 90, enP2p1s0f0np0 90 Gb/s" in run.out  # the header
     _nothing_left(run)
@@ -46,7 +47,7 @@ def test_a_slow_link_is_a_performance_failure_only(tmp_path):
     """link2-slow without the performance marker: the functional run passes, the thresholds are not run."""
     run = run_suite(tmp_path, "--sim=link2-slow", "-m", "network and not performance")
     assert run.rc == 0, run.out
-    assert f"{BW}test_rdma_write_runs[enP2p1s0f0np0]" in run.junit
+    assert f"{BW}test_rdma_write_runs[{PAIR}-enP2p1s0f0np0]" in run.junit
     assert not [t for t in run.junit if "test_rdma_bandwidth" in t or "test_rdma_port_rate" in t]
     _nothing_left(run)
 
@@ -59,8 +60,8 @@ def test_a_running_container_skips_the_run_unless_asked(tmp_path):
     )
     run = run_scenario(tmp_path, body, "-m", "network", "-k", "rdma_write")
     assert run.rc == 0 and set(run.skipped()) == {
-        f"{BW}test_rdma_write_runs[enp1s0f0np0]",
-        f"{BW}test_rdma_write_runs[enP2p1s0f0np0]",
+        f"{BW}test_rdma_write_runs[{PAIR}-enp1s0f0np0]",
+        f"{BW}test_rdma_write_runs[{PAIR}-enP2p1s0f0np0]",
     }, run.out
     assert all("container runs on thinkstationpgx-32" in r for r in run.skipped().values())
     (tmp_path / "asked").mkdir()

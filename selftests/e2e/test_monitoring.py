@@ -27,6 +27,7 @@ from selftests.e2e.runner import PROJECT
 RULES = PROJECT / "contrib" / "prometheus" / "gb10check.rules.yml"
 DASHBOARD = PROJECT / "contrib" / "grafana" / "gb10check.json"
 SLOW_LINK = "enP2p1s0f0np0"
+R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 
 
 def _figures_the_checks_record() -> set[str]:
@@ -211,9 +212,11 @@ def test_prometheus_scrapes_the_run_fires_its_alerts_and_answers_the_dashboard(p
     by_name: dict[str, list[dict[str, str]]] = {}
     for alert in firing:
         by_name.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
-    assert {labels["link"] for labels in by_name.get("GB10RdmaBandwidthLow", [])} == {SLOW_LINK}, firing
+    slow = by_name.get("GB10RdmaBandwidthLow", [])
+    assert {(labels["node"], labels["peer"], labels["rail"]) for labels in slow} == {(R0, R1, SLOW_LINK)}, firing
     failing = {labels["check"] for labels in by_name.get("GB10CheckFailing", [])}
-    assert f"test_rdma_bandwidth[{SLOW_LINK}]" in failing and "test_rdma_bandwidth_all_links_at_once" in failing
+    assert f"test_rdma_bandwidth[{R0}-{R1}-{SLOW_LINK}]" in failing, failing
+    assert f"test_rdma_bandwidth_all_rails_at_once[{R0}-{R1}]" in failing, failing
     assert not {"GB10NodeUnreachable", "GB10CheckStale"} & set(by_name), by_name
     groups = _get(f"{prometheus}/api/v1/rules")["data"]["groups"]
     assert [r["health"] for g in groups for r in g["rules"]] == ["ok"] * len(_rule_expressions())

@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from selftests.e2e.runner import PROJECT
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root")
-SLOW = "test_rdma_bandwidth[enP2p1s0f0np0]"
-TREND = "test_figure_trend[test_rdma_bandwidth-enP2p1s0f0np0-bandwidth_gbps]"
+SLOW = "test_rdma_bandwidth[thinkstationpgx-30-thinkstationpgx-32-enP2p1s0f0np0]"
+TREND = "test_figure_trend[test_rdma_bandwidth-thinkstationpgx-30-thinkstationpgx-32-enP2p1s0f0np0-bandwidth_gbps]"
 
 
 def _nightly(
@@ -81,16 +81,19 @@ def test_three_nights_show_the_regression_the_trend_and_the_recovery(tmp_path):
     # the history holds the three runs; the .prom file the last night's values
     assert len(list((tmp_path / "history").glob("run-*.json"))) == 3
     gauges = _gauges(tmp_path / "gb10check.prom")
-    slow = (("check", SLOW), ("figure", "bandwidth_gbps"), ("link", "enP2p1s0f0np0"), ("node", ""))
+    ends = (("node", "thinkstationpgx-30"), ("peer", "thinkstationpgx-32"), ("rail", "enP2p1s0f0np0"))
+    slow = (("check", SLOW), ("figure", "bandwidth_gbps"), *ends)
     assert gauges[("gb10check_figure", slow)] == 109.0
-    assert gauges[("gb10check_check_passed", (("check", SLOW), ("hint", ""), ("node", "")))] == 1.0
+    assert gauges[("gb10check_check_passed", (("check", SLOW), ("hint", ""), ("node", "thinkstationpgx-30")))] == 1.0
     assert gauges[("gb10check_recoveries", ())] == 2.0 and gauges[("gb10check_regressions", ())] == 0.0
     assert gauges[("gb10check_node_up", (("node", "thinkstationpgx-32"),))] == 1.0
 
     # report.html of night 3 plots the slow link's figure over the three nights: 109, 40, 109
     html = (tmp_path / "night3" / "report.html").read_text()
     plot = re.search(
-        r'<figure data-figure="test_rdma_bandwidth\[enP2p1s0f0np0\]::bandwidth_gbps" data-points="3">', html
+        r'<figure data-figure="test_rdma_bandwidth\[thinkstationpgx-30-thinkstationpgx-32-enP2p1s0f0np0\]'
+        r'::bandwidth_gbps" data-points="3">',
+        html,
     )
     assert plot, "no plot of the slow link's bandwidth"
     svg = html[plot.end() : html.index("</figure>", plot.end())]
@@ -216,7 +219,7 @@ def test_report_html_in_a_real_browser(tmp_path, browser):
     hint = failing.find_element(By.CSS_SELECTOR, "pre.hint-text")
     assert not hint.is_displayed()
     failing.find_element(By.TAG_NAME, "summary").click()
-    assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the link's minimum" in hint.text
+    assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the rail's minimum" in hint.text
     plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure svg")
     assert plots and all(p.size["width"] > 100 and p.size["height"] > 100 for p in plots)
     assert all(p.find_elements(By.CSS_SELECTOR, "path") for p in plots)

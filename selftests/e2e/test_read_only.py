@@ -16,7 +16,6 @@ from types import SimpleNamespace
 import pytest
 
 from gb10check import bandwidth, probes
-from gb10check.inventory import Link
 from gb10check.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
 
@@ -84,13 +83,10 @@ def is_bandwidth_process(command: str) -> bool:
     m = _BW.match(command)
     if not m:
         return False
-    seconds = float(m["seconds"])
-    link = Link(
-        netdev="x", rdma_device=m["dev"], gid_index=int(m["gid"]), addresses={"peer": f"{m['peer'] or '10.0.0.1'}/24"}
-    )
+    seconds, gid, port = float(m["seconds"]), int(m["gid"]), int(m["port"])
     if m["log"]:
-        return command == bandwidth.server_start_command(link, int(m["port"]), seconds, m["log"])
-    return command == bandwidth.client_command(link, "peer", int(m["port"]), seconds)
+        return command == bandwidth.server_start_command(m["dev"], gid, port, seconds, m["log"])
+    return command == bandwidth.client_command(m["dev"], gid, port, seconds, m["peer"])
 
 
 def is_read(command: str) -> bool:

@@ -25,17 +25,49 @@ P = "tests_preflight/"
 R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 
 
+# a marker that selects one folder (test_markers_select_their_folder): its ids are the full run's in that folder
+FOLDERS = {"preflight": "tests_preflight/", "network": "tests_network/", "service": "tests_service/"}
+
+
+def reference_of(scenario) -> str:
+    """The builtin healthy scenario of the same topology and size: the test ids a run must have."""
+    shape = (scenario.topology, len(scenario.nodes))
+    for name in builtin_names():
+        if name == "healthy" or name.startswith("healthy-"):
+            healthy = load_scenario(name)
+            if (healthy.topology, len(healthy.nodes)) == shape:
+                return name
+    raise AssertionError(f"no builtin healthy scenario is a {shape[0]} of {shape[1]} nodes")
+
+
+def run_timeout(scenario) -> float:
+    """The bound on one run: a node more is more checks and more bandwidth rounds."""
+    return 120 + 30 * max(0, len(scenario.nodes) - 2)
+
+
 @pytest.fixture(scope="module")
 def healthy_ids(tmp_path_factory):
-    """Every test id of a healthy run, per marker (None: all): a fault run must have them all."""
-    cache: dict[str | None, set[str]] = {}
+    """Every test id of a healthy run of a shape (the reference scenario), per marker (None: all): a
+    fault run must have them all. A healthy scenario's own run is its reference (no second run)."""
+    cache: dict[tuple[str, str | None], set[str]] = {}
 
-    def ids(marker: str | None) -> set[str]:
-        if marker not in cache:
-            run = run_suite(tmp_path_factory.mktemp(f"healthy-{marker}"), "--sim", "healthy", *_marker(marker))
-            assert run.failed() == {} and run.rc == 0, run.out
-            cache[marker] = set(run.junit)
-        return cache[marker]
+    def ids(reference: str, marker: str | None, own=None) -> set[str]:
+        whole = None if marker in FOLDERS else marker
+        if (reference, whole) not in cache:
+            if own is not None and whole == marker:
+                run = own
+            else:
+                run = run_suite(
+                    tmp_path_factory.mktemp(f"{reference}-{whole}"),
+                    "--sim",
+                    reference,
+                    *_marker(whole),
+                    timeout=run_timeout(load_scenario(reference)),
+                )
+                assert run.failed() == {} and run.rc == 0, run.out
+            cache[(reference, whole)] = set(run.junit)
+        found = cache[(reference, whole)]
+        return {tid for tid in found if tid.startswith(FOLDERS[marker])} if marker in FOLDERS else found
 
     return ids
 
@@ -44,11 +76,26 @@ def _marker(marker: str | None) -> tuple[str, ...]:
     return ("-m", marker) if marker else ()
 
 
-def expected_failures(expect, ids: set[str]) -> dict[str, set[str]]:
-    """The scenario's [expect.fails], its `*` patterns resolved against the run's test ids."""
-    exact = {tid: set(h) for tid, h in expect.fails.items() if "*" not in tid}
+PLACEHOLDER = re.compile(r"\{(rank\d+)\}")
+
+
+def resolved(scenario, tid: str) -> str:
+    """A test id of the scenario's [expect] with each {rank<k>} the node of rank k."""
+    names = scenario.placeholders()
+
+    def name(m: re.Match[str]) -> str:
+        assert m[1] in names, f"{tid}: the scenario has no {m[1]} ({', '.join(sorted(names))})"
+        return names[m[1]]
+
+    return PLACEHOLDER.sub(name, tid)
+
+
+def expected_failures(expect, ids: set[str], scenario=None) -> dict[str, set[str]]:
+    """The scenario's [expect.fails] ({rank<k>} resolved), its `*` patterns resolved against the run's test ids."""
+    fails = {resolved(scenario, tid) if scenario else tid: hints for tid, hints in expect.fails.items()}
+    exact = {tid: set(h) for tid, h in fails.items() if "*" not in tid}
     out = dict(exact)
-    for pattern, hints in expect.fails.items():
+    for pattern, hints in fails.items():
         if "*" in pattern:
             glob = re.compile(".*".join(map(re.escape, pattern.split("*"))))  # only `*` is special: ids have [ ]
             matched = {tid for tid in ids if glob.fullmatch(tid) and tid not in exact}
@@ -59,12 +106,15 @@ def expected_failures(expect, ids: set[str]) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("scenario", builtin_names())
 def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids):
-    """Each builtin scenario states in its file what it breaks and what must fail ([expect])."""
-    expect = load_scenario(scenario).expect
+    """Each builtin scenario states in its file what it breaks and what must fail ([expect]), its
+    nodes by rank ({rank<k>}); its run has every test id of a healthy run of its shape."""
+    loaded = load_scenario(scenario)
+    expect = loaded.expect
     assert expect is not None, f"sim/scenarios/{scenario}.toml has no [expect] table"
-    run = run_suite(tmp_path, "--sim", scenario, *_marker(expect.marker), *expect.args)
-    ids = healthy_ids(expect.marker)
-    expected = expected_failures(expect, ids)
+    run = run_suite(tmp_path, "--sim", scenario, *_marker(expect.marker), *expect.args, timeout=run_timeout(loaded))
+    reference = reference_of(loaded)
+    ids = healthy_ids(reference, expect.marker, own=run if reference == scenario else None)
+    expected = expected_failures(expect, ids, loaded)
     assert set(run.junit) == ids, run.out
     assert run.failed() == expected, run.out
     assert run.rc == (1 if expected else 0), run.out
@@ -73,10 +123,11 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
         for hint_id in expected[tid]:
             assert f"[{hint_id}]" in message, f"{tid}: the JUnit failure message lacks [{hint_id}]: {message}"
     skipped = run.skipped()
-    for tid, reason in expect.skips.items():
+    skips = {resolved(loaded, tid): reason for tid, reason in expect.skips.items()}
+    for tid, reason in skips.items():
         assert reason in skipped.get(tid, ""), (tid, skipped.get(tid))
-    if expect.skips:
-        assert set(skipped) == set(expect.skips), skipped
+    if skips:
+        assert set(skipped) == set(skips), skipped
     assert sim_leftovers(run.pid) == []
     jsonschema.validate(run.summary, SCHEMA)  # every scenario's summary.json has the documented shape
     # the terminal run ends with the troubleshooting section for what failed
@@ -84,6 +135,29 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
         tail = run.out.split("= troubleshooting =", 1)[1].split("= short test summary info =", 1)[0]
         for hint_id in set().union(*expected.values()):
             assert f"[{hint_id}]" in tail
+
+
+@pytest.mark.parametrize("name", ["healthy-ring4", "healthy-switch4"])
+def test_a_healthy_cluster_checks_every_node_rail_end_and_pair(name, healthy_ids):
+    """Not two fixed hosts: every node, every end of every rail, and every two nodes that talk over
+    a rail (a switch: any two on each rail; a ring: each cable's neighbours), each pair once."""
+    scenario = load_scenario(name)
+    ids = healthy_ids(name, None)
+    rank = {n: node.rank for n, node in scenario.nodes.items()}
+    assert {f"{DRV}[{n}]" for n in scenario.nodes} <= ids
+    bandwidth, ends = set(), set()
+    for rail in scenario.model.rails():
+        members = sorted(rail.ends, key=lambda e: rank[e.node])
+        ends |= {f"{LINK}[{e.node}-{e.netdev}]" for e in members}
+        bandwidth |= {
+            f"tests_network/test_bandwidth.py::test_rdma_bandwidth[{a.node}-{b.node}-{rail.name}]"
+            for i, a in enumerate(members)
+            for b in members[i + 1 :]
+        }
+    assert ends <= ids
+    assert {t for t in ids if "::test_rdma_bandwidth[" in t} == bandwidth
+    n = len(scenario.nodes)
+    assert len(bandwidth) == (2 * n if scenario.topology == "ring" else 2 * n * (n - 1) // 2)
 
 
 def test_driver_mismatch_message_gives_both_versions(tmp_path):
@@ -133,8 +207,9 @@ def test_one_snapshot_round_trip_per_node(tmp_path):
         R0: (1, 3 + 4),
         R1: (1, 3 + 8),
     }
-    # rank 0's snapshot also logs in to rank 1 over each of the two QSFP addresses, and pings them
-    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 4 > 20
+    # each node's snapshot also logs in to the other over each of the two rails; rank 0 (the lower rank of
+    # the pair) pings rank 1 over each
+    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 2 > 20
 
 
 def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
@@ -275,7 +350,9 @@ def test_a_killed_run_is_cleaned_by_the_next(tmp_path):
     proc = _start_hung_run(tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    assert sim_leftovers(proc.pid), "SIGKILL should have left the sim behind"
+    left = sim_leftovers(proc.pid)
+    assert left, "SIGKILL should have left the sim behind"
+    assert f"gb10sim-{proc.pid}-sw" in left  # the switches' namespace (the LAN's bridge), cleaned too
     run_suite(tmp_path / "next", "--sim", "-m", "preflight")
     assert sim_leftovers(proc.pid) == []
 
@@ -321,4 +398,7 @@ def test_a_link_mtu_the_inventory_sets_is_held_on_both_ends(tmp_path):
     run = run_scenario(tmp_path, 'base = "healthy"\n[links.enp1s0f0np0]\nmtu = 9000\n', "-m", "network")
     mtu = "tests_network/test_interfaces.py::test_one_mtu_per_link[enp1s0f0np0]"
     assert run.failed() == {mtu: {"mtu-mismatch"}}, run.out
-    assert "the same on both ends: 9000, as the inventory says" in run.junit[mtu]["message"]
+    assert (
+        "MTU on rail enp1s0f0np0: expected the same on every member: 9000, as the inventory says"
+        in (run.junit[mtu]["message"])
+    )

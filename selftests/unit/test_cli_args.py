@@ -58,3 +58,19 @@ def test_paths_become_absolute_with_or_without_equals(tmp_path):
         f"--cluster={(tmp_path / 'c.toml').resolve()}",
         f"--history={Path('~/h').expanduser().resolve()}",
     ]
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        ("--sim=link-down", "--sim=link-down"),
+        ("--sim=link-down@healthy-switch4", "--sim=link-down@healthy-switch4"),
+        ("--sim=mine.toml", "--sim=/home/op/mine.toml"),
+        ("--sim=faults/mine.toml@healthy-ring3", "--sim=/home/op/faults/mine.toml@healthy-ring3"),
+        ("--sim=link-down@../my-base.toml", "--sim=link-down@/home/my-base.toml"),
+    ],
+)
+def test_a_scenario_file_is_made_absolute_on_either_side_of_the_at(arg, expected):
+    """The suite runs from the project folder: a scenario file the operator names, alone or in
+    NAME@BASE, is taken from where the operator is."""
+    assert _normalised([arg], Path("/home/op")) == [expected]

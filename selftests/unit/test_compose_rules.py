@@ -69,7 +69,7 @@ def test_follower_without_headless_fails_on_rank_1_only():
 
 def test_rules_that_do_not_apply_skip_instead_of_passing():
     one_link = (
-        EXAMPLE[: EXAMPLE.index("[[links]]", EXAMPLE.index("[[links]]") + 1)] + EXAMPLE[EXAMPLE.index("[service]") :]
+        EXAMPLE[: EXAMPLE.index("[[rails]]", EXAMPLE.index("[[rails]]") + 1)] + EXAMPLE[EXAMPLE.index("[service]") :]
     )
     with pytest.raises(NotApplicable, match="one"):
         _rule("ib-merge-nics").check(_context(0, inventory_text=one_link))
@@ -107,11 +107,14 @@ def test_a_shell_script_command_is_read_after_the_shells_own_options(shell):
 
 
 @pytest.mark.parametrize("rule_id", ["socket-ifname", "ib-hca", "ib-merge-nics"])
-def test_link_rules_do_not_apply_to_an_inventory_without_links(rule_id):
-    no_links = re.sub(r"\[\[links\]\].*?(?=\n\[(?!\[links)|\Z)", "", EXAMPLE, flags=re.DOTALL)
-    assert "[[links]]" not in no_links
-    with pytest.raises(NotApplicable, match="link"):
-        _rule(rule_id).check(_context(0, inventory_text=no_links))
+def test_fabric_rules_do_not_apply_to_a_node_alone(rule_id):
+    """One node, no fabric (topology single): nothing to compare the socket interfaces or RDMA devices with."""
+    alone = re.sub(r"\[\[rails\]\].*?(?=\n\[(?!\[rails)|\Z)", "", EXAMPLE, flags=re.DOTALL)
+    alone = re.sub(r"\[control\]\n[^\[]*", "", alone).replace('topology = "pair"', 'topology = "single"')
+    alone = alone[: alone.index("[[nodes]]", alone.index("[[nodes]]") + 1)] + alone[alone.index("[service]") :]
+    assert "[[rails]]" not in alone and "[control]" not in alone
+    with pytest.raises(NotApplicable, match=r"rails|control plane"):
+        _rule(rule_id).check(_context(0, inventory_text=alone))
 
 
 @pytest.mark.parametrize(

@@ -150,9 +150,10 @@ def _example_contexts():
         "netdev_down": ["enp1s0f0np0"],
         "ufw_port": ["20001"],
         "ping_size": "1472",
+        "peer_ip": "169.254.159.206",
     }
     reads = root_reads(["/etc/netplan/40-cx7.yaml"])
-    return inv, [context_for(inv, n.name, root_reads=reads, netdev="enp1s0f0np0", extra=extra) for n in inv.nodes]
+    return inv, [context_for(inv, n.name, root_reads=reads, rail="enp1s0f0np0", extra=extra) for n in inv.nodes]
 
 
 def test_every_command_renders_complete_for_every_node():
@@ -180,7 +181,7 @@ def test_commands_follow_the_inventory_not_the_field_report(tmp_path):
     text = text.replace("169.254.94.252/16", "10.77.0.1/24").replace("169.254.159.206/16", "10.77.0.2/24")
     inv = parse_inventory(text, "site.toml")
     cat = Catalogue.load()
-    failure = context_for(inv, "thinkstationpgx-32", netdev="enp1s0f0np0")
+    failure = context_for(inv, "thinkstationpgx-32", rail="enp1s0f0np0")
     rendered = "\n".join(cat[h].render([failure]) for h in sorted(cat.ids))
     assert "docker stop llm-prod" in rendered and "sudo ufw allow from 10.77.0.0/24" in rendered
     for literal in ("vllm-qwen38", "/home/lenovo", "169.254.0.0/16", "169.254.159.206"):
@@ -292,10 +293,10 @@ def test_link_down_advice_is_the_down_netdev_on_its_node_once():
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     r0, r1, down = "thinkstationpgx-30", "thinkstationpgx-32", "enP2p1s0f0np0"
     contexts = [
-        context_for(inv, r1, netdev=down, extra={"netdev_down": [down]}),  # admin DOWN here
-        context_for(inv, r1, netdev=down, extra={"node": r1, "netdev_down": [down]}),  # rank 0's end: no carrier
-        context_for(inv, r0, netdev=down),  # rank 0's RDMA port DOWN (its netdev is up)
-        context_for(inv, None, netdev=down),  # the bandwidth run: port 1 is Down
+        context_for(inv, r1, rail=down, extra={"netdev_down": [down]}),  # admin DOWN here
+        context_for(inv, r1, rail=down, extra={"node": r1, "netdev_down": [down]}),  # rank 0's end: no carrier
+        context_for(inv, r0, rail=down),  # rank 0's RDMA port DOWN (its netdev is up)
+        context_for(inv, None, rail=down),  # the bandwidth run: port 1 is Down
         context_for(inv, r1),  # the ssh mesh: no route to host
     ]
     ip_link = [c for c in _commands(Catalogue.load()["roce-link-down"].render(contexts)) if "ip link set" in c]
@@ -310,7 +311,7 @@ def test_a_failure_about_no_link_gets_no_list_of_every_link():
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     ctx = context_for(inv, "thinkstationpgx-32")
     assert not {"netdev", "qsfp_subnet", "node_qsfp_ips", "netdev_down"} & set(ctx)
-    one = context_for(inv, "thinkstationpgx-32", netdev="enP2p1s0f0np0")
+    one = context_for(inv, "thinkstationpgx-32", rail="enP2p1s0f0np0")
     assert (one["netdev"], one["qsfp_subnet"], one["node_qsfp_ips"]) == (
         ["enP2p1s0f0np0"],
         ["192.168.101.0/24"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from gb10check import history as hist
@@ -9,7 +10,7 @@ from gb10check import html_report
 from selftests.e2e import bad_day
 
 VERDICTS = {"passed", "failed", "error", "skipped", "interrupted"}
-BANDWIDTH = "test_rdma_bandwidth[enp1s0f0np0]::bandwidth_gbps"
+BANDWIDTH = "test_rdma_bandwidth[a-b-enp1s0f0np0]::bandwidth_gbps"
 
 
 def test_every_hostile_run_file_is_read_with_its_types_or_skipped_with_one_warning(tmp_path):
@@ -42,7 +43,7 @@ def test_every_hostile_run_file_is_read_with_its_types_or_skipped_with_one_warni
     assert "larger than 8192 KiB" in said["the file: 200 MB"]
     assert "not UTF-8 at byte" in said["the file: Latin-1"]
     assert "not a gb10check summary (the file holds an array, not an object)" in said["the whole run: a list"]
-    assert "not a gb10check summary of schema 1 (found a string)" in said["schema_version: a string"]
+    assert "not a gb10check summary of schema 2 (found a string)" in said["schema_version: a string"]
 
     # and whatever was loaded, the judging and the report take it
     hist.trends(history.runs, {BANDWIDTH: 100.0}, hist.Rules(min_runs=1))
@@ -60,6 +61,20 @@ def test_a_good_run_is_read_whole(tmp_path):
     [run] = history.runs
     assert run.figures == {BANDWIDTH: 109.0}
     assert run.verdicts == {
-        "tests_network/test_bandwidth.py::test_rdma_bandwidth[enp1s0f0np0]": "passed",
+        "tests_network/test_bandwidth.py::test_rdma_bandwidth[a-b-enp1s0f0np0]": "passed",
         "tests_preflight/test_driver.py::test_driver_loaded[a]": "failed",
     }
+
+
+def test_a_run_of_the_previous_schema_is_read(tmp_path):
+    """Schema 1 (before N nodes: a check's `link`, no `nodes`) holds what the history reads: an upgrade
+    keeps the history."""
+    run = bad_day.history_template()
+    run["schema_version"] = 1
+    for check in run["checks"]:
+        check["link"] = check.pop("rail")
+        del check["nodes"]
+    (tmp_path / "run-20260101T000000Z-1.json").write_text(json.dumps(run))
+    loaded = hist.load(tmp_path)
+    assert loaded.warnings == [] and len(loaded.runs) == 1
+    assert loaded.runs[0].figures[BANDWIDTH] == 109.0

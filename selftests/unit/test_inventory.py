@@ -10,7 +10,8 @@ import pytest
 from gb10check.errors import InventoryError
 from gb10check.inventory import default_path, load_inventory, parse_inventory
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster.example.toml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "fixtures"
+EXAMPLE = EXAMPLES / "cluster.example.toml"
 MINIMAL = """
 [[nodes]]
 name = "a"
@@ -23,14 +24,15 @@ def test_example_is_the_seed_deployment():
     inv = load_inventory(EXAMPLE)
     assert [(n.name, n.rank) for n in inv.nodes] == [("thinkstationpgx-30", 0), ("thinkstationpgx-32", 1)]
     assert inv.api_node.transport == "local"
-    links = {link.netdev: link for link in inv.links}
-    assert links["enp1s0f0np0"].rdma_device == "rocep1s0f0"
-    assert links["enp1s0f0np0"].addresses == {
-        "thinkstationpgx-30": "169.254.94.252/16",
-        "thinkstationpgx-32": "169.254.159.206/16",
-    }
-    assert links["enP2p1s0f0np0"].addresses["thinkstationpgx-32"] == "192.168.101.11/24"
-    assert {link.gid_index for link in inv.links} == {3}
+    assert inv.topology == "pair"
+    rails = {rail.name: rail for rail in inv.rails}
+    assert [(m.node, m.netdev, m.rdma_device, m.address) for m in rails["enp1s0f0np0"].members] == [
+        ("thinkstationpgx-30", "enp1s0f0np0", "rocep1s0f0", "169.254.94.252/16"),
+        ("thinkstationpgx-32", "enp1s0f0np0", "rocep1s0f0", "169.254.159.206/16"),
+    ]
+    assert rails["enP2p1s0f0np0"].ip("thinkstationpgx-32") == "192.168.101.11"
+    assert {rail.gid_index for rail in inv.rails} == {3}
+    assert inv.control_netdev("thinkstationpgx-32") == "enp1s0f0np0"
     assert inv.service is not None and inv.deployment is not None
     assert (
         inv.service.base_url,
@@ -87,8 +89,13 @@ def test_minimal_inventory():
             "a = '10.0.0.1' needs a prefix length",
         ),
         (
-            MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { b = "10.0.0.1/24" }\n',
-            "links[0] (e).addresses names unknown node(s) ['b']",
+            MINIMAL
+            + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { a = "10.0.0.2/24", b = "10.0.0.1/24" }\n',
+            "rail e names unknown node(s) ['b']",
+        ),
+        (
+            MINIMAL + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { a = "10.0.0.1/24" }\n',
+            "a rail joins two or more nodes; this one has 1 (a)",
         ),
         (
             MINIMAL + '[service]\nbase_url = "localhost:20001"\n',
@@ -106,6 +113,169 @@ def test_invalid_inventory_names_file_key_and_expectation(text, message):
         parse_inventory(text, "m.toml")
     assert message in str(err.value)
     assert str(err.value).startswith("m.toml: ")
+
+
+RING = EXAMPLES / "cluster.ring.example.toml"
+SWITCH = EXAMPLES / "cluster.switch.example.toml"
+
+
+def _nodes(n, first_local=True):
+    return "".join(
+        f'[[nodes]]\nname = "n{k}"\nrank = {k}\n'
+        + ('transport = "local"\n' if k == 0 and first_local else 'host = "h"\n')
+        for k in range(n)
+    )
+
+
+def _switch_rail(n, netdev="e0", device="r0", subnet="10.0.0", skip=()):
+    addresses = ", ".join(f'n{k} = "{subnet}.{k + 1}/24"' for k in range(n) if k not in skip)
+    return f'[[rails]]\nnetdev = "{netdev}"\nrdma_device = "{device}"\naddresses = {{ {addresses} }}\n'
+
+
+def _cable(name, a, b, subnet):
+    return (
+        "[[rails]]\n" + (f'name = "{name}"\n' if name else "") + "members = [\n"
+        f'  {{ node = "n{a}", netdev = "p0", rdma_device = "d0", address = "{subnet}.{a + 1}/24" }},\n'
+        f'  {{ node = "n{b}", netdev = "p1", rdma_device = "d1", address = "{subnet}.{b + 1}/24" }},\n]\n'
+    )
+
+
+def _ring(n, cables=None):
+    cables = cables if cables is not None else [(k, (k + 1) % n) for k in range(n)]
+    return "".join(_cable(f"c{i}", a, b, f"10.1.{i}") for i, (a, b) in enumerate(cables))
+
+
+CONTROL = '[control]\nnetdev = "lan0"\n'
+
+
+def test_the_three_example_topologies_load():
+    ring, switch = load_inventory(RING), load_inventory(SWITCH)
+    assert (ring.topology, ring.size, switch.topology, switch.size) == ("ring", 4, "switch", 4)
+    assert [r.name for r in ring.rails] == ["c1a", "c1b", "c2a", "c2b", "c3a", "c3b", "c4a", "c4b"]
+    # a ring member names its own netdev: port 0 of one node meets port 1 of the next
+    c4a = ring.rails[6]
+    assert [(m.node, m.netdev, m.rdma_device) for m in c4a.members] == [
+        ("spark-01", "enp1s0f1np1", "rocep1s0f1"),  # members in rank order, whatever order they were written
+        ("spark-04", "enp1s0f0np0", "rocep1s0f0"),
+    ]
+    assert ring.peers("spark-01") == ["spark-02", "spark-04"]
+    assert ring.node_pairs() == [
+        ("spark-01", "spark-02"), ("spark-02", "spark-03"), ("spark-03", "spark-04"), ("spark-01", "spark-04")
+    ]  # fmt: skip
+    assert [r.name for r in ring.rails_between("spark-04", "spark-01")] == ["c4a", "c4b"]
+    assert (ring.control_netdev("spark-03"), ring.master_address) == ("enP7s7", "192.168.40.31")
+    assert len(switch.node_pairs()) == 6 and switch.peers("spark-03") == ["spark-01", "spark-02", "spark-04"]
+    assert [len(r.pairs()) for r in switch.rails] == [6, 6]
+    pair = load_inventory(EXAMPLE)
+    assert pair.topology == "pair" and pair.master_address == "169.254.94.252"
+    assert pair.control_address("thinkstationpgx-32") == "169.254.159.206"
+
+
+def test_a_pair_without_control_or_topology_reads_as_today():
+    """A file written before N nodes (no topology, no [control], [[links]]): the pair, the control
+    plane on its first link (the seed's)."""
+    text = EXAMPLE.read_text().replace("[[rails]]", "[[links]]")
+    text = re.sub(r'\[control\]\nnetdev = "enp1s0f0np0"\n', "", text).replace('topology = "pair"', "")
+    inv = parse_inventory(text, "old.toml")
+    assert inv.topology == "pair" and inv.control is None
+    assert inv.control_netdev("thinkstationpgx-30") == "enp1s0f0np0" and inv.master_address == "169.254.94.252"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            _nodes(9) + '[cluster]\ntopology = "switch"\n' + CONTROL + _switch_rail(9),
+            "gb10check checks clusters of up to 8 nodes; this inventory has 9",
+            id="nine-nodes",
+        ),
+        pytest.param(
+            _nodes(3) + CONTROL + '[cluster]\ntopology = "ring"\n' + _ring(3, [(0, 1), (1, 2)]),
+            "n0 is cabled to 1 neighbour (n1): in a ring each node has exactly two",
+            id="ring-not-closed",
+        ),
+        pytest.param(
+            _nodes(6)
+            + CONTROL
+            + '[cluster]\ntopology = "ring"\n'
+            + _ring(6, [(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5)]),
+            "the cables make 2 separate rings (n0 - n1 - n2; n3 - n4 - n5), not one cycle",
+            id="two-rings",
+        ),
+        pytest.param(
+            _nodes(4)
+            + CONTROL
+            + '[cluster]\ntopology = "switch"\n'
+            + _switch_rail(4)
+            + _cable("direct", 0, 1, "10.9.9"),
+            "rail direct joins only n0 and n1: a direct cable beside a switch. NVIDIA: do not connect",
+            id="switch-mixed-with-direct",
+        ),
+        pytest.param(
+            _nodes(4) + CONTROL + '[cluster]\ntopology = "ring"\n' + _ring(4) + _switch_rail(4, "e9", "r9", "10.9.9"),
+            "rail e9 joins 4 nodes: a ring's rails join two neighbours",
+            id="ring-mixed-with-switch",
+        ),
+        pytest.param(
+            _nodes(3) + CONTROL + '[cluster]\ntopology = "switch"\n' + _switch_rail(3, skip=(2,)),
+            "n2 is on no rail",
+            id="node-on-no-rail",
+        ),
+        pytest.param(
+            _nodes(2) + _switch_rail(2) + _switch_rail(2, "e1", "r1", "10.0.0"),
+            "address 10.0.0.1 is given twice",
+            id="address-twice",
+        ),
+        pytest.param(
+            _nodes(2)
+            + _switch_rail(2)
+            + _switch_rail(2, "e1", "r1", "10.0.0").replace(".1/24", ".11/24").replace(".2/24", ".12/24"),
+            "rails e0 and e1 share a subnet (10.0.0.0/24, 10.0.0.0/24)",
+            id="two-rails-one-subnet",
+        ),
+        pytest.param(
+            _nodes(4) + '[cluster]\ntopology = "switch"\n' + _switch_rail(4),
+            'name the control plane: [control] netdev = "enP7s7"',
+            id="control-unnamed",
+        ),
+        pytest.param(
+            _nodes(3) + CONTROL + _switch_rail(3),
+            'say the cluster\'s shape: [cluster] topology = "ring" or "switch" (3 nodes;',
+            id="three-nodes-without-a-topology",
+        ),
+        pytest.param(
+            _nodes(3) + CONTROL + '[cluster]\ntopology = "pair"\n' + _switch_rail(3),
+            'topology "pair" is two nodes; this inventory has 3: write topology = "ring" or "switch"',
+            id="pair-of-three",
+        ),
+        pytest.param(
+            _nodes(2) + _cable(None, 0, 1, "10.0.0"),
+            'its members are on different netdevs (n0 p0, n1 p1): give the rail a name, e.g. name = "c0a"',
+            id="ring-rail-unnamed",
+        ),
+        pytest.param(
+            _nodes(2) + _cable("x", 0, 1, "10.0.0").replace("10.0.0.2/24", "10.0.1.2/24"),
+            "rail x is one subnet, but its members' addresses are on 2",
+            id="rail-two-subnets",
+        ),
+        pytest.param(
+            _nodes(2) + _switch_rail(2) + _switch_rail(2, "e0", "r1", "10.0.1"),
+            "n0's e0 is on rails e0, e0: one rail per port half",
+            id="netdev-on-two-rails",
+        ),
+    ],
+)
+def test_a_fabric_that_cannot_be_is_refused_saying_what_to_write(text, message):
+    with pytest.raises(InventoryError) as err:
+        parse_inventory(text, "m.toml")
+    assert message in str(err.value)
+
+
+def test_links_errors_name_links_when_the_file_says_links():
+    text = _nodes(2) + '[[links]]\nnetdev = "e"\nrdma_device = "r"\naddresses = { n0 = "10.0.0.1/24", n1 = 5 }\n'
+    with pytest.raises(InventoryError) as err:
+        parse_inventory(text, "m.toml")
+    assert "'links[0]'" in str(err.value) and "addresses.n1 must be a string" in str(err.value)
 
 
 def test_every_inventory_key_is_read_by_the_suite():
@@ -133,4 +303,7 @@ def test_every_inventory_key_is_read_by_the_suite():
         for name in m.model_fields
         if name != "source" and not re.search(rf"\.{name}\b|[\"']{name}[\"']", code)
     )
-    assert unread == []
+    # keys the suite reads through the inventory's own methods: those methods must be read outside it
+    through = {"Inventory.control": ("control_netdev", "control_address", "master_address")}
+    assert [k for k in unread if k not in through] == []
+    assert all(any(re.search(rf"\.{m}\b", code) for m in through[k]) for k in unread)

@@ -13,6 +13,7 @@ from gb10check.compose_fallback import Interpolation, load_service, parse_dotenv
 from gb10check.errors import ParseError
 from gb10check.firewall import needs_for, verdict
 from gb10check.fit import GIB, Fit, parse_model_config
+from gb10check.inventory import Inventory
 from gb10check.parsers.docker import (
     ContainerGpuFailure,
     ContainerGpus,
@@ -162,11 +163,24 @@ def test_ufw_status_captures(capture):
 def test_ufw_rules_and_first_match(capture):
     rules = parse_user_rules(capture("commands/ufw.user.rules.generated_by_ufw0.36.2_code.txt"))
     assert len(rules) == 7 and rules[3].interface == "enp1s0f1np1"
-    links = [
-        ("enp1s0f0np0", {"a": "169.254.94.252/16", "b": "169.254.159.206/16"}),
-        ("enP2p1s0f0np0", {"a": "192.168.101.10/24", "b": "192.168.101.11/24"}),
-    ]
-    needs = needs_for("a", links, 20001)
+    inventory = Inventory.model_validate(
+        {
+            "nodes": [{"name": "a", "rank": 0, "transport": "local"}, {"name": "b", "rank": 1, "host": "b"}],
+            "rails": [
+                {
+                    "netdev": "enp1s0f0np0",
+                    "rdma_device": "r0",
+                    "addresses": {"a": "169.254.94.252/16", "b": "169.254.159.206/16"},
+                },
+                {
+                    "netdev": "enP2p1s0f0np0",
+                    "rdma_device": "r1",
+                    "addresses": {"a": "192.168.101.10/24", "b": "192.168.101.11/24"},
+                },
+            ],
+        }
+    )
+    needs = needs_for(inventory, "a", 20001)
     verdicts = [verdict(n, rules, "deny")[0] for n in needs]
     assert verdicts == [True, False, True]  # 169.254/16 allowed, 192.168.101/24 not, 20001/tcp allowed
     assert needs[1].allow_line == "sudo ufw allow from 192.168.101.0/24"

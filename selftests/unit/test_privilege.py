@@ -26,7 +26,10 @@ def _probe(read: Read[object], sudo: bool) -> Probe:
             "nodes": [
                 {"name": "a", "rank": 0, "transport": "local"},
                 {"name": "node-b", "rank": 1, "host": "b", "sudo": sudo},
-            ]
+            ],
+            "rails": [
+                {"netdev": "e0", "rdma_device": "r0", "addresses": {"a": "10.0.0.1/24", "node-b": "10.0.0.2/24"}}
+            ],
         }
     )
     command = read.command(Where(inventory, inventory.nodes[1]))
