@@ -229,13 +229,14 @@ def load(directory: Path) -> History:
 
 
 def keep(directory: Path, summary: dict[str, Any], retain: int = DEFAULT_KEEP) -> Path:
-    """This run into DIR (atomically), then the oldest run files beyond `retain` removed."""
+    """This run into DIR (atomically), then the oldest runs beyond `retain` removed: only files it reads
+    as runs of its own; one it cannot read (foreign, corrupt, hostile) stays, with its warning each run."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = directory / f"run-{stamp}-{os.getpid()}.json"
     atomic.write(path, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    runs = sorted(p for p in directory.iterdir() if p.is_file() and RUN_FILE.match(p.name))
-    for old in runs[: max(0, len(runs) - retain)]:
+    runs = [run.path for run in load(directory).runs]
+    for old in sorted(runs)[: max(0, len(runs) - retain)]:
         old.unlink()
     return path
 

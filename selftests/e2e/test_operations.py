@@ -156,14 +156,18 @@ def test_a_corrupt_or_foreign_file_in_the_history_is_skipped_not_deleted(tmp_pat
 
 def test_the_history_keeps_the_newest_runs_only(tmp_path):
     from gb10check import history
+    from gb10check.report import SCHEMA_VERSION
 
+    run = {"schema_version": SCHEMA_VERSION, "started": "2026-01-01T00:00:00+0000", "checks": []}
     for i in range(5):
-        (tmp_path / f"run-2026010{i + 1}T000000Z-{i}.json").write_text("{}")
+        (tmp_path / f"run-2026010{i + 1}T000000Z-{i}.json").write_text(json.dumps(run))
     (tmp_path / "mine.json").write_text("{}")
-    history.keep(tmp_path, {"schema_version": 1, "checks": []}, retain=3)
+    (tmp_path / "run-20250101T000000Z-9.json").write_text("{}")  # the oldest name, but not a run it can read
+    history.keep(tmp_path, run, retain=3)
     kept = sorted(p.name for p in tmp_path.glob("run-*.json"))
-    assert len(kept) == 3 and kept[0] == "run-20260104T000000Z-3.json"
+    assert len(kept) == 4 and kept[1] == "run-20260104T000000Z-3.json", kept  # the newest 3 runs, and:
     assert (tmp_path / "mine.json").exists()  # never a file it did not write
+    assert (tmp_path / "run-20250101T000000Z-9.json").exists()  # nor one it cannot read as a run
 
 
 # -- the JSON Schema of summary.json ----------------------------------------------------------------
