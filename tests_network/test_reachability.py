@@ -39,7 +39,7 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
     far = cluster.snapshot(peer)  # the far end as it sees itself (behind a switch its port may be dark alone)
     far_dev = far.fact(probes.IP_ADDR).get(theirs.netdev) if not gone else None
     if gone:  # the peer cannot be asked: no answer follows from it, not from the link or the MTU
-        hints = ("node-unreachable",)
+        hints: tuple[str, ...] = ("node-unreachable",)
     elif any("message too long" in m for m in result.messages):
         hints = ("mtu-mismatch",)
     elif dev is None or not dev.carrier or far_dev is None or not far_dev.carrier:

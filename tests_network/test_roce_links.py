@@ -22,6 +22,7 @@ def test_roce_link_up(member, cluster, link_down_advice, evidence):
         detail=f"ibdev2netdev lists {listed or 'no RDMA device at all'}; the inventory names {end.rdma_device}",
         hints=("rdma-device-missing",),  # a name that does not exist is not a cable fault
     )
+    assert port is not None  # for the type checker: expect raised above
     evidence.expect(
         port.netdev == end.netdev,
         what=f"netdev of {end.rdma_device}",

@@ -23,11 +23,12 @@ def test_reasoning_when_thinking(api_node, answer, evidence):
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({asks.REASONING.prompt!r}, thinking on)")
     expect_finished(evidence, reply.finish_reason, reply.usage, asks.REASONING)
     content, reasoning = reply.content, reasoning_of(reply.message)
+    raw = THINK.search(content)
     evidence.expect(
-        not THINK.search(content),
+        raw is None,
         what="the answer's content",
         expected="no <think> tags (the reasoning parser takes them out)",
-        found=f"raw {THINK.search(content)[0]} in the content: {content[:120]!r}" if THINK.search(content) else "none",
+        found=f"raw {raw[0]} in the content: {content[:120]!r}" if raw else "none",
     )
     evidence.expect(
         bool(reasoning.text),
