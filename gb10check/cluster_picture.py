@@ -24,6 +24,8 @@ from typing import Any
 BAD = ("failed", "error", "interrupted")
 WIDTH = 640
 PAIR_WIDTH = 540
+LABEL_CHAR = 7.5  # px: a link label's character (13 px, bold), for keeping the label off its line
+SQUARE_FROM = 7  # pairs: from this many the matrix is a square, node by node (a list of 28 pairs is long)
 
 
 def state_of(verdicts: Iterable[str]) -> str:
@@ -125,6 +127,16 @@ class Picture:
     slots: list[str] = field(default_factory=list)  # the matrix's rail columns
     caption: str = ""
 
+    @property
+    def square(self) -> list[tuple[str, list[MatrixRow | None]]]:
+        """The matrix node by node when it has many pairs (a switch of 5-8): a row per node but the last, a
+        column per node but the first (rank order), each pair in the cell where its two meet."""
+        if len(self.matrix) < SQUARE_FROM:
+            return []
+        names = [box.label for box in self.boxes]
+        by_pair = {(m.a, m.b): m for m in self.matrix}
+        return [(a, [by_pair.get((a, b)) for b in names[1:]]) for a in names[:-1]]
+
 
 @dataclass(frozen=True)
 class MatrixCell:
@@ -139,6 +151,20 @@ class MatrixRow:
     b: str
     cells: list[MatrixCell | None]  # one per rail slot
     together: MatrixCell | None
+
+    @property
+    def parts(self) -> list[Part]:
+        return [c.part for c in [*self.cells, self.together] if c is not None]
+
+    @property
+    def state(self) -> str:
+        return state_of(p.state for p in self.parts)
+
+    @property
+    def href(self) -> str:
+        """Where a click on the pair goes: its first failed part, else the pair (all rails at once)."""
+        bad = [p for p in self.parts if p.state == "failed"]
+        return (bad or [self.together.part if self.together else self.parts[0]])[0].anchor
 
 
 def _gbps(value: float | None) -> str:
@@ -253,15 +279,14 @@ def _direct(parts: _Parts, boxes: dict[str, Box], figures: dict[tuple[str, str, 
                 Segment(x1, y1, *pa, ends[0]), Segment(*pa, *pb, middle), Segment(*pb, x2, y2, ends[1]),
             ]  # fmt: skip
             gbps = figures.get((a, b, rail))
-            side = 1.0 if offset > 0 else -1.0
-            if ny < 0:  # the label outward of the line, whichever way the pair is drawn
-                side = -side
+            side = 1.0 if offset > 0 else -1.0  # the label on the far side of its own line from the other rail's
             mx, my = (x1 + x2) / 2, (y1 + y2) / 2
-            away = 13.0 if len(rails) > 1 else -12.0
             text = f"{_gbps(gbps)} Gb/s" if gbps is not None else ("no figure" if link.rows else "")
             tip = f"{a} and {b} over rail {rail}" + (f": {_gbps(gbps)} Gb/s alone" if gbps is not None else "")
-            lines.append(Line(link, segments, tip, text, mx + nx * side * away, my + ny * side * away + 4,
-                              dashed=middle == "failed"))  # fmt: skip
+            # clear of the line: the text's half-width and half-height projected on the line's normal
+            away = abs(nx) * LABEL_CHAR * len(text) / 2 + abs(ny) * 7 + 4
+            lx, ly = mx + nx * side * away, my + ny * side * away + 4  # + 4: the text's baseline
+            lines.append(Line(link, segments, tip, text, lx, ly, dashed=middle == "failed"))
     return lines
 
 

@@ -182,3 +182,27 @@ def test_a_nightly_with_history_plots_each_figure_over_its_runs():
     text = html_report.render(_summary([row], started="2026-12-03T03:00:00+0000"), {}, past)
     assert re.findall(r'data-value="([\d.]+)"', text) == ["109", "109", "108"]
     assert ">02 Dec<" in text and ">03 Dec<" in text
+
+
+def test_eight_nodes_on_a_switch_get_the_matrix_node_by_node_and_ring_labels_clear_their_lines():
+    switch = _cluster("cluster.switch.example.toml")
+    _, pic = _picture("cluster.switch.example.toml", [])
+    assert pic.square == []  # 4 nodes, 6 pairs: a list
+    eight = {**switch, "nodes": [{"name": f"n{k}", "rank": k} for k in range(8)]}
+    eight["rails"] = [{**r, "members": [{"node": f"n{k}", "netdev": r["name"], "address": f"10.{i}.0.{k + 1}/24"}
+                                         for k in range(8)]} for i, r in enumerate(switch["rails"])]  # fmt: skip
+    page = html_report.page(_summary([], eight), {})
+    assert page.picture is not None and len(page.picture.matrix) == 28
+    square = page.picture.square
+    assert [a for a, _ in square] == [f"n{k}" for k in range(7)] and all(len(cells) == 7 for _, cells in square)
+    assert square[0][1][0] is not None and square[1][1][0] is None  # n0-n1 in the first row; n1-n1 none
+    ring = _cluster("cluster.ring.example.toml")
+    matrix = [{"a": r["members"][0]["node"], "b": r["members"][1]["node"], "rail": r["name"], "at_once": False,
+               "gbps": 109.0} for r in ring["rails"]]  # fmt: skip
+    _, pic = _picture("cluster.ring.example.toml", [], matrix)
+    assert all(line.label == "109 Gb/s" for line in pic.lines)
+    for line in pic.lines:  # each label off its line: its distance from the line at least half the text's height
+        seg = line.segments[1]
+        dx, dy = seg.x2 - seg.x1, seg.y2 - seg.y1
+        distance = abs(dy * (line.lx - seg.x1) - dx * (line.ly - 4 - seg.y1)) / (dx * dx + dy * dy) ** 0.5
+        assert distance >= 7, (line.tip, distance)
