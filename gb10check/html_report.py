@@ -162,6 +162,7 @@ class Change:
     title: str
     text: str
     href: str = ""
+    where: str = ""  # the node, pair or rail
 
 
 def _params(check: str) -> str:
@@ -194,12 +195,13 @@ def where_of(row: dict[str, Any], netdevs: dict[tuple[str, str], str]) -> str:
     return f"rail {rail}" if rail else "the cluster"
 
 
-def _failure(anchor: str, row: dict[str, Any], netdevs: dict[tuple[str, str], str]) -> Failure:
+def _failure(anchor: str, row: dict[str, Any], netdevs: dict[tuple[str, str], str], where: str = "") -> Failure:
+    """`where`: what it is about when its row does not say (a trend check: its figure's check's nodes)."""
     items = [e for e in row.get("evidence") or [] if not e.get("ok")]
     message = "" if items else (row.get("message") or "").strip()
     own = list((row.get("troubleshooting") or {}).items())
     title = row.get("title") or title_of(None, row["check"])
-    return Failure(anchor, row, stage_of(row["test"]), title, where_of(row, netdevs), items, message, own)
+    return Failure(anchor, row, stage_of(row["test"]), title, where or where_of(row, netdevs), items, message, own)
 
 
 def hint_order(summary: dict[str, Any]) -> list[str]:
@@ -326,24 +328,28 @@ def _stage_checks(
     return StageChecks(stage, columns, list(grid.values()), list(between.values()), list(cluster.values()))
 
 
-def _changes(summary: dict[str, Any], failures: list[Failure], by_test: dict[str, dict[str, Any]]) -> list[Change]:
+def _changes(
+    summary: dict[str, Any], failures: list[Failure], by_test: dict[str, dict[str, Any]], wheres: dict[str, str]
+) -> list[Change]:
     """Regressions, the trend checks that failed, recoveries: what the header's counts hold that changed."""
     history = summary.get("history") or {}
     anchors = {f.row["test"]: f.anchor for f in failures}
 
-    def title(test: str) -> str:
-        row = by_test.get(test)
-        return (row.get("title") if row else "") or title_of(None, test.split("::")[-1])
+    def change(kind: str, c: dict[str, Any]) -> Change:
+        test, row = c["test"], by_test.get(c["test"])
+        title = (row.get("title") if row else "") or title_of(None, test.split("::")[-1])
+        href = f"#{anchors[test]}" if test in anchors else ""
+        return Change(kind, test, title, f"{c['was']} → {c['now']}", href, wheres.get(test, ""))
 
-    out = [Change("regression", c["test"], title(c["test"]), f"{c['was']} → {c['now']}", f"#{anchors[c['test']]}"
-                  if c["test"] in anchors else "") for c in history.get("regressions", [])]  # fmt: skip
+    out = [change("regression", c) for c in history.get("regressions", [])]
     out += [
-        Change("trend", f.row["test"], f.title, (f.items[0]["found"] if f.items else f.message), f"#{f.anchor}")
+        Change(
+            "trend", f.row["test"], f.title, (f.items[0]["found"] if f.items else f.message), f"#{f.anchor}", f.where
+        )
         for f in failures
         if f.stage == "trends"
     ]
-    out += [Change("recovery", c["test"], title(c["test"]), f"{c['was']} → {c['now']}")
-            for c in history.get("recoveries", [])]  # fmt: skip
+    out += [change("recovery", c) for c in history.get("recoveries", [])]
     return out
 
 
@@ -376,6 +382,7 @@ class Page:
     failures: list[Failure]
     node_names: list[str]
     anchor_of: dict[str, str]  # a failed check's test id -> its anchor in "What failed"
+    label_of: dict[str, str]  # a failed check's test id -> its title and what tells it from its siblings
     where_of: dict[str, str]  # a check's test id -> the node, pair or rail it is about, in words
     plot_titles: dict[str, tuple[str, str]]  # a figure's key -> (its check's title, what it is about)
 
@@ -387,7 +394,13 @@ def page(
     rows = list(summary.get("checks", []))
     cluster = summary.get("cluster") or {}
     netdevs = {(m["node"], r["name"]): m["netdev"] for r in cluster.get("rails", []) for m in r.get("members", [])}
-    failures = [_failure(f"f{i}", r, netdevs) for i, r in enumerate(r for r in rows if r["verdict"] in BAD)]
+    about = {  # a trend check is about its figure's check's nodes
+        trend_check(figure_key(r["check"], name)): where_of(r, netdevs) for r in rows for name in r.get("figures") or {}
+    }
+    failures = [
+        _failure(f"f{i}", r, netdevs, about.get(r["check"], "") if stage_of(r["test"]) == "trends" else "")
+        for i, r in enumerate(r for r in rows if r["verdict"] in BAD)
+    ]
     anchors = {f.row["test"]: f for f in failures}
     order = [n["name"] for n in sorted(cluster.get("nodes", []), key=lambda n: n["rank"])]
     order += sorted({n for r in rows for n in r.get("nodes") or [] if n not in order})
@@ -401,11 +414,12 @@ def page(
     verdicts = {key: by_check.get(trend_check(key), "none") for key in current}
     charts = plots(history, current, summary.get("started", ""), trends, verdicts)
     verdict, headline = _verdict(summary)
+    wheres = {r["test"]: where_of(r, netdevs) for r in rows}
     return Page(
         verdict,
         headline,
         stages,
-        _changes(summary, failures, {r["test"]: r for r in rows}),
+        _changes(summary, failures, {r["test"]: r for r in rows}, wheres),
         _groups(failures, summary, troubleshooting),
         picture(cluster, rows, summary.get("matrix") or []),
         checks,
@@ -414,7 +428,8 @@ def page(
         failures,
         order,
         {f.row["test"]: f.anchor for f in failures},
-        {r["test"]: where_of(r, netdevs) for r in rows},
+        {f.row["test"]: f.label for f in failures},
+        wheres,
         {
             figure_key(r["check"], name): (r.get("title") or title_of(None, r["check"]), where_of(r, netdevs))
             for r in rows

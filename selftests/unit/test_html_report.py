@@ -206,3 +206,17 @@ def test_eight_nodes_on_a_switch_get_the_matrix_node_by_node_and_ring_labels_cle
         dx, dy = seg.x2 - seg.x1, seg.y2 - seg.y1
         distance = abs(dy * (line.lx - seg.x1) - dx * (line.ly - 4 - seg.y1)) / (dx * dx + dy * dy) ** 0.5
         assert distance >= 7, (line.tip, distance)
+
+
+def test_what_changed_and_a_trend_failure_say_which_pair_they_are_about():
+    bw = "tests_network/test_bw.py::test_bw[a-b-r0]"
+    rows = [
+        _row(bw, "failed", ("a", "b"), "r0", figures={"bandwidth_gbps": 40.0}),
+        _row("gb10check/trends::test_figure_trend[test_bw-a-b-r0-bandwidth_gbps]", "failed", message="40, 63% worse"),
+    ]
+    page = html_report.page(
+        _summary(rows, history={"regressions": [{"test": bw, "was": "passed", "now": "failed"}]}), {}
+    )
+    pair = "a and b over rail r0"
+    assert [(c.kind, c.where) for c in page.changes] == [("regression", pair), ("trend", pair)]
+    assert [f.where for f in page.failures] == [pair, pair]  # the trend's too: never "the cluster"
