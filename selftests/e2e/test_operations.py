@@ -298,6 +298,49 @@ def test_report_html_in_a_real_browser(tmp_path, browser):
     assert _top(browser, "#failures") < _top(browser, "#cluster")
 
 
+@needs_root
+@pytest.mark.sim
+def test_report_html_of_a_switch_with_a_node_down_in_a_real_browser(tmp_path, browser):
+    """switch4-node-down: the node that is off leads the failures (node-unreachable), its box and its lines to
+    the switch are red, the others' boxes green; a click on its box lists its failures by what they check."""
+    from selenium.webdriver.common.by import By
+
+    from selftests.e2e.runner import run_suite
+
+    run = run_suite(tmp_path, "--sim", "switch4-node-down", "-m", "preflight or network", "-k", "not bandwidth")
+    assert run.rc == 1, run.out
+    _viewport(browser, 1366, 768)
+    browser.get((tmp_path / "reports" / "report.html").as_uri())
+    assert browser.get_log("browser") == []
+    hints = [e.get_attribute("data-hint") for e in browser.find_elements(By.CSS_SELECTOR, "#failures article")]
+    assert hints[0] == "node-unreachable", hints
+    stages = {e.get_attribute("data-stage"): e.get_attribute("data-state")
+              for e in browser.find_elements(By.CSS_SELECTOR, "#stages li")}  # fmt: skip
+    assert stages == {"preflight": "failed", "network": "failed", "service": "none", "trends": "none"}, stages
+    down = "thinkstationpgx-32"
+    boxes = {b.get_attribute("data-node"): b for b in browser.find_elements(By.CSS_SELECTOR, "svg#picture a.box")}
+    assert (
+        len(boxes) == 4 and browser.find_element(By.CSS_SELECTOR, "#picture").get_attribute("data-topology") == "switch"
+    )
+
+    def stroke(element):
+        return browser.execute_script("return getComputedStyle(arguments[0]).stroke", element)
+
+    assert {n: stroke(b.find_element(By.TAG_NAME, "rect")) for n, b in boxes.items()} == {
+        n: RED if n == down else GREEN for n in boxes
+    }
+    to_switch = [
+        link for link in browser.find_elements(By.CSS_SELECTOR, "svg#picture a.link")
+        if re.match(f"{down} .* to the switch", link.find_element(By.TAG_NAME, "title").get_attribute("textContent"))
+    ]  # fmt: skip
+    assert len(to_switch) == 2 and all(
+        stroke(link.find_element(By.CSS_SELECTOR, "line.seg")) == RED for link in to_switch
+    )
+    boxes[down].click()
+    panel = browser.find_element(By.ID, boxes[down].get_attribute("data-part"))
+    assert panel.is_displayed() and "Compose rule host-network" in panel.text and "more" in panel.text, panel.text
+
+
 def _png_pixels(png: bytes) -> bytes:
     """The image data of a PNG (its IDAT chunks, inflated): a blank page has a handful of byte values."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
