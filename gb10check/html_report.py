@@ -300,8 +300,10 @@ def _stages(summary: dict[str, Any]) -> list[Stage]:
 
 
 def _stage_checks(
-    stage: Stage, rows: list[dict[str, Any]], order: list[str], anchors: dict[str, Failure]
+    stage: Stage, rows: list[dict[str, Any]], order: list[str], anchors: dict[str, Failure], about: dict[str, str]
 ) -> StageChecks:
+    """A stage's checks: about one node in the grid, between nodes and about the cluster as lists (a trend
+    check with what its figure is about, from `about`)."""
     columns = [n for n in order if any(n in (r.get("nodes") or []) and len(r.get("nodes") or []) == 1 for r in rows)]
     grid: dict[tuple[str, str], GridRow] = {}
     between: dict[str, Listed] = {}
@@ -319,7 +321,7 @@ def _stage_checks(
         if len(nodes) >= 2:
             listed = between.setdefault(title, Listed(title, "none", {}, []))
         else:
-            param = row.get("rail") or _params(row["check"])
+            param = about.get(row["check"]) or row.get("rail") or _params(row["check"])
             listed = cluster.setdefault((title, param), Listed(title, "none", {}, [], param))
         listed.counts[row["verdict"]] = listed.counts.get(row["verdict"], 0) + 1
         listed.state = state_of(listed.counts)
@@ -408,7 +410,7 @@ def page(
     by_stage: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_stage.setdefault(stage_of(row["test"]), []).append(row)
-    checks = [_stage_checks(s, by_stage[s.name], order, anchors) for s in stages if s.name in by_stage]
+    checks = [_stage_checks(s, by_stage[s.name], order, anchors, about) for s in stages if s.name in by_stage]
     by_check = {r["check"]: r["verdict"] for r in by_stage.get("trends", [])}
     current = figures_of(rows)
     verdicts = {key: by_check.get(trend_check(key), "none") for key in current}

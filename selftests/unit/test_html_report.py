@@ -220,3 +220,15 @@ def test_what_changed_and_a_trend_failure_say_which_pair_they_are_about():
     pair = "a and b over rail r0"
     assert [(c.kind, c.where) for c in page.changes] == [("regression", pair), ("trend", pair)]
     assert [f.where for f in page.failures] == [pair, pair]  # the trend's too: never "the cluster"
+
+
+def test_the_trend_checks_listed_under_their_stage_say_which_pair_each_is_about():
+    rows = [
+        _row("tests_network/t.py::test_bw[a-b-r0]", "passed", ("a", "b"), "r0", figures={"bandwidth_gbps": 40.0}),
+        _row("tests_network/t.py::test_bw[a-c-r0]", "passed", ("a", "c"), "r0", figures={"bandwidth_gbps": 109.0}),
+        _row("gb10check/trends::test_figure_trend[test_bw-a-b-r0-bandwidth_gbps]", "failed", title="Bw: against"),
+        _row("gb10check/trends::test_figure_trend[test_bw-a-c-r0-bandwidth_gbps]", "passed", title="Bw: against"),
+    ]
+    trends = next(c for c in html_report.page(_summary(rows), {}).checks if c.stage.name == "trends")
+    assert [(t.state, t.param) for t in trends.cluster] == [("failed", "a and b over rail r0"),
+                                                             ("passed", "a and c over rail r0")]  # fmt: skip
