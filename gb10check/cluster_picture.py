@@ -24,6 +24,7 @@ from typing import Any
 BAD = ("failed", "error", "interrupted")
 WIDTH = 640
 PAIR_WIDTH = 540
+MARGIN = 35.0  # px above the top box and below the bottom one (labels, the focus outline)
 LABEL_CHAR = 7.5  # px: a link label's character (13 px, bold), for keeping the label off its line
 SQUARE_FROM = 7  # pairs: from this many the matrix is a square, node by node (a list of 28 pairs is long)
 
@@ -244,6 +245,16 @@ def _circle(count: int, cx: float, cy: float, rx: float, ry: float) -> list[tupl
     return [(cx + rx * math.cos(a), cy + ry * math.sin(a)) for a in angles]
 
 
+def _fitted(
+    places: list[tuple[float, float]], h: float, also: tuple[float, ...] = ()
+) -> tuple[list[tuple[float, float]], int, float]:
+    """Places around y = 0 moved down so the drawing starts at its top box (three nodes on a circle leave
+    its lower third empty): the places, the drawing's height, and where y = 0 went."""
+    ys = [y for _, y in places] + list(also)
+    top, bottom = min(ys) - h / 2 - MARGIN, max(ys) + h / 2 + MARGIN
+    return [(x, y - top) for x, y in places], int(bottom - top), -top
+
+
 def _boxes(parts: _Parts, places: list[tuple[float, float]], w: float, h: float, api: str | None) -> list[Box]:
     nodes = parts.ordered(parts.rank)
     return [
@@ -345,8 +356,8 @@ def picture(cluster: dict[str, Any], rows: list[dict[str, Any]], matrix: list[di
         boxes = _boxes(parts, _circle(count, width / 2, height / 2, (width - w) / 2 - 8, 0), w, h, api)
     else:
         rx, ry = (200.0, 150.0) if count <= 4 else (225.0, 200.0)
-        height = int(2 * ry + h + 70)
-        boxes = _boxes(parts, _circle(count, WIDTH / 2, height / 2, rx, ry), w, h, api)
+        places, height, _ = _fitted(_circle(count, WIDTH / 2, 0.0, rx, ry), h)
+        boxes = _boxes(parts, places, w, h, api)
     lines = _direct(parts, {b.label: b for b in boxes}, figures)
     caption = {
         "single": "one node, no fabric",
@@ -365,11 +376,11 @@ def _switch(
     per rail (that member's checks colour it); pairs of nodes with a failed check drawn between them."""
     w, h = (170.0, 50.0) if count <= 4 else (150.0, 46.0)
     rx, ry = (220.0, 140.0) if count <= 4 else (230.0, 190.0)
-    height = int(2 * ry + h + 70)
-    cx, cy = WIDTH / 2, height / 2
-    places = _circle(count, cx, cy, rx, ry)
-    boxes = _boxes(parts, places, w, h, api)
     row_h = 24.0
+    half = (26.0 + row_h * len(parts.rails)) / 2  # the switch box's half-height
+    places, height, cy = _fitted(_circle(count, WIDTH / 2, 0.0, rx, ry), h, (-half, half))
+    cx = WIDTH / 2
+    boxes = _boxes(parts, places, w, h, api)
     sw = Box(Part("sel-switch", "the switch"), cx, cy, 190.0, 26.0 + row_h * len(parts.rails), "switch", "")
     rail_rows = [
         RailRow(parts.rail[r], cx - sw.w / 2 + 6, cy - sw.h / 2 + 22 + i * row_h, sw.w - 12, row_h - 4, r)

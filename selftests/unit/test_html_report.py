@@ -142,6 +142,11 @@ def test_the_picture_of_a_pair_colours_the_down_rails_line_and_writes_the_good_o
 def test_the_picture_of_a_ring_draws_each_cables_two_rails_and_a_switch_links_every_node():
     ring, pic = _picture("cluster.ring.example.toml", [])
     assert len(pic.boxes) == len(ring["nodes"]) and len(pic.lines) == len(ring["rails"])
+    first3 = {n["name"] for n in ring["nodes"][:3]}
+    three = {**ring, "nodes": ring["nodes"][:3],
+             "rails": [r for r in ring["rails"] if {m["node"] for m in r["members"]} <= first3]}  # fmt: skip
+    tri = html_report.page(_summary([], three), {}).picture
+    assert tri is not None and max(b.y + b.h / 2 for b in tri.boxes) + 36 >= tri.height  # no empty lower third
     switch = _cluster("cluster.switch.example.toml")
     down = switch["nodes"][1]["name"]
     rows = [_row("tests_preflight/t.py::test_d[x]", "failed", (down,), hints=["node-unreachable"])]
