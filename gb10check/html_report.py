@@ -88,7 +88,9 @@ class Failure:
 
     @property
     def finding(self) -> str:
-        return self.message or "; ".join(f"{e.get('what')}: {e.get('found')}" for e in self.items)
+        """What it found, whatever it asked: eleven requests that each got `HTTP 404: the model does not
+        exist` found one thing."""
+        return self.message or "; ".join(str(e.get("found")) for e in self.items)
 
     @property
     def label(self) -> str:
@@ -257,19 +259,22 @@ def _groups(failures: list[Failure], summary: dict[str, Any], troubleshooting: d
 
 
 def _merged(failures: list[Failure]) -> list[Failure]:
-    """A hint's failures, a node's or a member's own before those between two nodes (a pair's ping or login
-    follows from the end that is down); those about one place with the same finding (the 45 checks of a node
-    that cannot be reached) as one entry naming them all."""
+    """A hint's failures: a node's or a member's own before those between two nodes (a pair's ping or login
+    follows from the end that is down); those about one place with the same finding and the same commands
+    (the 45 checks of a node that cannot be reached, the requests that all got a 404) as one entry naming
+    them all; and at one place, a finding of its own before one that many checks repeat (wrong-model: the
+    served name that differs before the requests that failed for it)."""
     out: list[Failure] = []
-    first: dict[tuple[str, str], Failure] = {}
+    first: dict[tuple[str, str, str], Failure] = {}
     for failure in sorted(failures, key=lambda f: len(f.row.get("nodes") or []) >= 2):
-        seen = first.get((failure.where, failure.finding))
-        if seen is None:
-            first[(failure.where, failure.finding)] = failure
-            out.append(failure)
+        key = (failure.where, failure.finding, repr(failure.own))
+        if key in first:
+            first[key].same.append(failure)
         else:
-            seen.same.append(failure)
-    return out
+            first[key] = failure
+            out.append(failure)
+    places = list(dict.fromkeys(f.where for f in out))
+    return sorted(out, key=lambda f: (len(f.row.get("nodes") or []) >= 2, places.index(f.where), f.count))
 
 
 def _stages(summary: dict[str, Any]) -> list[Stage]:

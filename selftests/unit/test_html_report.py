@@ -237,3 +237,23 @@ def test_the_trend_checks_listed_under_their_stage_say_which_pair_each_is_about(
     trends = next(c for c in html_report.page(_summary(rows), {}).checks if c.stage.name == "trends")
     assert [(t.state, t.param) for t in trends.cluster] == [("failed", "a and b over rail r0"),
                                                              ("passed", "a and c over rail r0")]  # fmt: skip
+
+
+def test_wrong_model_leads_with_the_served_name_that_differs_not_the_404s_that_follow():
+    """wrong-model: eleven requests each got a 404 and one check found the served name that differs; the
+    decisive finding was 7th of 12. The 404s are one entry naming their checks, after the served name."""
+    found404 = "HTTP 404: The model `qwen3.8-flash-next` does not exist."
+
+    def failed(check: str, what: str, found: str) -> dict[str, Any]:
+        item = {"what": what, "expected": "an answer", "found": found, "ok": False, "detail": "", "hints": []}
+        return _row(f"tests_service/t.py::{check}[a]", "failed", ("a",), hints=["model-not-registered"],
+                    evidence=[item])  # fmt: skip
+
+    rows = [failed(f"test_canary_{i}", f"chat completion {i}", found404) for i in range(6)]
+    rows += [failed("test_served_model", "served model name", "qwen3-next")]
+    rows += [failed(f"test_tool_{i}", f"tool call {i}", found404) for i in range(5)]
+    group = html_report.page(_summary(rows), {}).groups[0]
+    assert [(f.row["check"], f.count) for f in group.failures] == [
+        ("test_served_model[a]", 1),
+        ("test_canary_0[a]", 11),
+    ]
