@@ -257,3 +257,9 @@ def test_wrong_model_leads_with_the_served_name_that_differs_not_the_404s_that_f
         ("test_served_model[a]", 1),
         ("test_canary_0[a]", 11),
     ]
+
+
+def test_a_run_that_measured_no_bandwidth_shows_no_empty_matrix():
+    cluster = _cluster("cluster.example.toml")
+    text = html_report.render(_summary([_row("tests_service/t.py::test_s[a]", "passed", ("a",))], cluster), {})
+    assert 'id="picture"' in text and 'id="matrix"' not in text
