@@ -102,6 +102,13 @@ def figure_key(check: str, figure: str) -> str:
     return f"{check}::{figure}"
 
 
+def trend_check(key: str) -> str:
+    """The name of a figure's trend check (`test_figure_trend[<check>-<figure>]`: one bracket pair, so the id
+    stays a -k name)."""
+    check, figure = key.rsplit("::", 1)
+    return f"test_figure_trend[{check.replace('[', '-').rstrip(']')}-{figure}]"
+
+
 def figure_of(key: str) -> str:
     return key.rsplit("::", 1)[-1]
 

@@ -8,13 +8,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gb10check import atomic
 from gb10check.errors import ReportsUnwritable
 from gb10check.neutralise import neutralise, neutralise_tree
 from gb10check.redact import redact_known, redact_tree
 from gb10check.verdict import Comparison
+
+if TYPE_CHECKING:  # the inventory imports the history, which imports this module's SCHEMA_VERSION
+    from gb10check.inventory import Inventory
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
 # or goes away; the history (gb10check/history.py) reads only runs of this version
@@ -36,6 +39,7 @@ class Row:
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured (bandwidth, TTFT...)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
     troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text for this failure alone
+    title: str = ""  # what the check checks, in words: its docstring's first line (or its name, readable)
 
 
 @dataclass
@@ -51,6 +55,8 @@ class Summary:
     timings: dict[str, float] = field(default_factory=dict)
     history: dict[str, Any] = field(default_factory=dict)  # --history: regressions, recoveries, earlier runs
     troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text, filled for this run
+    cluster: dict[str, Any] = field(default_factory=dict)  # the inventory's shape (cluster_of): nodes, rails
+    selection: dict[str, str] = field(default_factory=dict)  # markers (-m) and keywords (-k) the run was given
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -72,6 +78,9 @@ class Summary:
             "transports": self.transports,
             **({"history": self.history} if self.history else {}),
             "troubleshooting": self.troubleshooting,
+            **({"cluster": self.cluster} if self.cluster else {}),
+            "selection": self.selection,
+            "matrix": bandwidth_matrix(self.rows),
             "checks": [asdict(r) for r in self.rows],
         }
 
@@ -134,6 +143,61 @@ class Summary:
         data = neutralise_tree(data)  # and a node's control characters shown, never replayed by a reader
         atomic.write(directory / "summary.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         atomic.write(directory / "summary.md", redact_known(neutralise(self.to_markdown())))
+
+
+def cluster_of(inventory: Inventory) -> dict[str, Any]:
+    """summary.json's `cluster`: the shape the run checked (what report.html draws), from the inventory."""
+    return {
+        "name": inventory.cluster.name,
+        "topology": inventory.topology,
+        "api_node": inventory.api_node.name,
+        "nodes": [{"name": n.name, "rank": n.rank} for n in sorted(inventory.nodes, key=lambda n: n.rank)],
+        "rails": [
+            {
+                "name": rail.name,
+                "min_gbps": rail.min_gbps,
+                "members": [{"node": m.node, "netdev": m.netdev, "address": m.address} for m in rail.members],
+            }
+            for rail in inventory.rails
+        ],
+    }
+
+
+def title_of(doc: str | None, name: str) -> str:
+    """What a check checks, in words: its docstring's first sentence (a summary that runs on to the next
+    line is taken whole, up to the blank line or the full stop); with no docstring,
+    the test's name made readable (`test_rdma_port_active` -> "Rdma port active")."""
+    summary = " ".join(line.strip() for line in (doc or "").strip().split("\n\n", 1)[0].splitlines()).strip()
+    summary = summary.split(". ", 1)[0]  # its first sentence: what follows explains it
+    if summary:
+        return summary.removesuffix(".")
+    words = name.split("[", 1)[0].removeprefix("test_").replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+BANDWIDTH = "bandwidth_gbps"  # the figure of the bandwidth checks: a rail alone, or the sum of all rails at once
+
+
+def bandwidth_matrix(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """summary.json's `matrix`: each pair's RDMA write bandwidth in Gb/s, from the checks about two nodes that
+    measured `bandwidth_gbps`: each rail alone (`at_once` false), and with every rail the two share at once
+    (`at_once` true: each rail's share as `bandwidth_gbps_<rail>`, their sum with `rail` null)."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        if len(row.nodes) != 2 or BANDWIDTH not in row.figures:
+            continue
+        a, b = row.nodes
+        if row.rail is not None:
+            out.append({"a": a, "b": b, "rail": row.rail, "at_once": False, "gbps": row.figures[BANDWIDTH]})
+            continue
+        prefix = BANDWIDTH + "_"
+        out += [
+            {"a": a, "b": b, "rail": name.removeprefix(prefix), "at_once": True, "gbps": value}
+            for name, value in row.figures.items()
+            if name.startswith(prefix)
+        ]
+        out.append({"a": a, "b": b, "rail": None, "at_once": True, "gbps": row.figures[BANDWIDTH]})
+    return out
 
 
 def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:

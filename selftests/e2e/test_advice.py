@@ -54,10 +54,13 @@ def test_link_down_advice_is_the_down_end_once_in_the_section_and_each_cell(tmp_
         f"test_rdma_bandwidth_all_rails_at_once[{R0}-{R1}]": [],
     }, run.out
     page = html.unescape((tmp_path / "reports" / "report.html").read_text())
-    cells = re.findall(r'<td class="cell failed".*?</td>', page, re.S)
-    assert len(cells) == len(rows)
-    for cell in cells:  # each failing cell shows its own failure's commands, never the merged list
-        assert "ip link set dev enp1s0f0np0" not in cell and cell.count("ip link set") <= 1, cell
+    failures = re.findall(r'<li class="failure".*?</li>', page, re.S)
+    listed = [t for f in failures for t in re.findall(r'data-test="[^"]*::([^"]+)"', f)]
+    assert sorted(listed) == sorted(rows)  # every failed check in "What failed", once
+    for failure in failures:  # each failure shows its own commands, never the merged list
+        assert "ip link set dev enp1s0f0np0" not in failure and failure.count("ip link set") <= 1, failure
+    down = page.index("enP2p1s0f0np0 administrative state: expected UP, found <strong>DOWN here")
+    assert down < page.index("test_peer_answers_full_frames["), "the port that is down before the pings that follow"
 
 
 def _commands(text: str) -> list[str]:

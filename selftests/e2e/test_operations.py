@@ -91,16 +91,15 @@ def test_three_nights_show_the_regression_the_trend_and_the_recovery(tmp_path):
     # report.html of night 3 plots the slow link's figure over the three nights: 109, 40, 109
     html = (tmp_path / "night3" / "report.html").read_text()
     plot = re.search(
-        r'<figure data-figure="test_rdma_bandwidth\[thinkstationpgx-30-thinkstationpgx-32-enP2p1s0f0np0\]'
-        r'::bandwidth_gbps" data-points="3">',
+        r'<figure class="plot \w+" data-figure="test_rdma_bandwidth\[thinkstationpgx-30-thinkstationpgx-32-'
+        r'enP2p1s0f0np0\]::bandwidth_gbps" data-points="3">',
         html,
     )
     assert plot, "no plot of the slow link's bandwidth"
     svg = html[plot.end() : html.index("</figure>", plot.end())]
-    values = re.findall(r'<desc class="value">([\d.]+)</desc>', svg)
-    assert values[:3] == ["109", "40", "109"], values  # the three nights, then the median line's points
-    # self-contained: nothing to fetch (no script, stylesheet or image from elsewhere; pygal's inline
-    # config script stays, its chart scripts from a CDN are left out)
+    assert re.findall(r'data-value="([\d.]+)"', svg) == ["109", "40", "109"]  # the three nights
+    assert ">Gb/s</text>" in svg and re.search(r">median [\d.]+ Gb/s<", svg), svg  # its unit, the median drawn
+    # self-contained: nothing to fetch (no script, stylesheet or image from elsewhere)
     assert not re.search(r'(src|href)="(https?:)?//', html) and not re.search(r"<script[^>]*\ssrc=", html)
 
 
@@ -205,31 +204,141 @@ def browser():
     driver.quit()
 
 
+RED, GREEN = "rgb(179, 38, 30)", "rgb(30, 123, 52)"  # the page's --red and --green
+
+
+def _viewport(browser, width: int, height: int, mobile: bool = False) -> None:
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+
+def _top(browser, css: str) -> float:
+    return float(browser.execute_script(f"return document.querySelector('{css}').getBoundingClientRect().top"))
+
+
 @needs_root
 @pytest.mark.sim
 def test_report_html_in_a_real_browser(tmp_path, browser):
+    """A nightly's regression as the operator sees it at a laptop's width and a phone's: the stage header,
+    what changed and what failed above the rest, the picture's nodes and links in their colours, a click on
+    the slow link showing its failure, the plots, nothing fetched, and no sideways scrolling on a phone."""
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
     for run in ("night1", "night2"):
         proc = _nightly(tmp_path, "healthy" if run == "night1" else "link2-slow", run)
         assert proc.returncode in (0, 1), proc.stdout
     page = tmp_path / "night2" / "report.html"
+    _viewport(browser, 1366, 768)
     browser.get(page.as_uri())
     assert browser.get_log("browser") == []  # no console error, no failed fetch
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0  # nothing fetched
     summary = json.loads((tmp_path / "night2" / "summary.json").read_text())
-    cells = browser.find_elements(By.CSS_SELECTOR, "#grid td.cell")
-    assert len(cells) == len(summary["checks"])  # one cell per check and node
-    failing = browser.find_element(By.CSS_SELECTOR, f'td.cell.failed[data-test$="{SLOW}"]')
+    bad = [r for r in summary["checks"] if r["verdict"] == "failed"]
+
+    # the header: a verdict per stage; the preflight and service stages were not selected (-k bandwidth)
+    stages = {e.get_attribute("data-stage"): e for e in browser.find_elements(By.CSS_SELECTOR, "#stages li")}
+    assert [stages[s].get_attribute("data-state") for s in ("preflight", "network", "service", "trends")] == [
+        "none", "failed", "none", "failed"]  # fmt: skip
+    assert "not run: not selected (-k 'bandwidth')" in stages["preflight"].text
+    assert browser.find_element(By.ID, "headline").text.endswith(
+        f"{len(bad)} of {len(summary['checks'])} checks failed"
+    )
+
+    # what changed, then what failed with its fix, above the picture and the grids
+    assert _top(browser, "#changes") < _top(browser, "#failures") < _top(browser, "#cluster") < _top(browser, "#checks")
+    kinds = [e.get_attribute("class") for e in browser.find_elements(By.CSS_SELECTOR, "#changes li")]
+    assert kinds[0] == "regression" and "trend" in kinds  # the trend failures beside the regressions
+    hints = [e.get_attribute("data-hint") for e in browser.find_elements(By.CSS_SELECTOR, "#failures article")]
+    assert hints == ["bw-low", "figure-regressed"], hints  # the measurement before its history's verdict
+    listed = browser.find_elements(By.CSS_SELECTOR, "#failures [data-test]")
+    assert sorted(e.get_attribute("data-test") for e in listed) == sorted(r["test"] for r in bad)
+    failing = browser.find_element(By.CSS_SELECTOR, f'li.failure[data-test$="{SLOW}"]')
     hint = failing.find_element(By.CSS_SELECTOR, "pre.hint-text")
     assert not hint.is_displayed()
     failing.find_element(By.TAG_NAME, "summary").click()
     assert hint.is_displayed() and "[bw-low] RDMA bandwidth below the rail's minimum" in hint.text
+    assert browser.find_element(By.ID, "fix-bw-low").is_displayed()  # the hint's cause, fix and commands
+
+    # the picture: two nodes, a line per rail; the slow rail's middle red with its 40 Gb/s, the other green
+    boxes = browser.find_elements(By.CSS_SELECTOR, "svg#picture a.box")
+    assert sorted(b.get_attribute("data-node") for b in boxes) == ["thinkstationpgx-30", "thinkstationpgx-32"]
+    links = {
+        link.find_element(By.TAG_NAME, "title").get_attribute("textContent").split(":")[0]: link
+        for link in browser.find_elements(By.CSS_SELECTOR, "svg#picture a.link")
+    }
+    slow, fast = (
+        links[f"thinkstationpgx-30 and thinkstationpgx-32 over rail {r}"] for r in ("enP2p1s0f0np0", "enp1s0f0np0")
+    )
+
+    def middle(link):
+        segment = link.find_elements(By.CSS_SELECTOR, "line.seg")[1]
+        return browser.execute_script("return getComputedStyle(arguments[0]).stroke", segment)
+
+    assert (middle(slow), middle(fast)) == (RED, GREEN)
+    assert "40 Gb/s" in slow.text and "109 Gb/s" in fast.text
+    panel = browser.find_element(By.ID, slow.get_attribute("data-part"))
+    assert not panel.is_displayed()
+    # a click on the link (its middle: a line has no height, so the mouse is moved there) shows its failures
+    ActionChains(browser).move_to_element(slow.find_elements(By.CSS_SELECTOR, "line.seg")[1]).click().perform()
+    assert panel.is_displayed() and "The pair's RDMA write bandwidth over this rail" in panel.text, panel.text
+
     plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure svg")
     assert plots and all(p.size["width"] > 100 and p.size["height"] > 100 for p in plots)
-    assert all(p.find_elements(By.CSS_SELECTOR, "path") for p in plots)
+    assert all(p.find_elements(By.CSS_SELECTOR, "polyline") for p in plots)
     shot = tmp_path / "report.png"
     browser.save_screenshot(str(shot))
     assert len(set(_png_pixels(shot.read_bytes()))) > 50  # not a blank page
+
+    # a phone: the page never scrolls sideways (the picture and the tables scroll in their own box)
+    _viewport(browser, 390, 844, mobile=True)
+    browser.get(page.as_uri())
+    width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], width
+    assert _top(browser, "#failures") < _top(browser, "#cluster")
+
+
+@needs_root
+@pytest.mark.sim
+def test_report_html_of_a_switch_with_a_node_down_in_a_real_browser(tmp_path, browser):
+    """switch4-node-down: the node that is off leads the failures (node-unreachable), its box and its lines to
+    the switch are red, the others' boxes green; a click on its box lists its failures by what they check."""
+    from selenium.webdriver.common.by import By
+
+    from selftests.e2e.runner import run_suite
+
+    run = run_suite(tmp_path, "--sim", "switch4-node-down", "-m", "preflight or network", "-k", "not bandwidth")
+    assert run.rc == 1, run.out
+    _viewport(browser, 1366, 768)
+    browser.get((tmp_path / "reports" / "report.html").as_uri())
+    assert browser.get_log("browser") == []
+    hints = [e.get_attribute("data-hint") for e in browser.find_elements(By.CSS_SELECTOR, "#failures article")]
+    assert hints[0] == "node-unreachable", hints
+    stages = {e.get_attribute("data-stage"): e.get_attribute("data-state")
+              for e in browser.find_elements(By.CSS_SELECTOR, "#stages li")}  # fmt: skip
+    assert stages == {"preflight": "failed", "network": "failed", "service": "none", "trends": "none"}, stages
+    down = "thinkstationpgx-32"
+    boxes = {b.get_attribute("data-node"): b for b in browser.find_elements(By.CSS_SELECTOR, "svg#picture a.box")}
+    assert (
+        len(boxes) == 4 and browser.find_element(By.CSS_SELECTOR, "#picture").get_attribute("data-topology") == "switch"
+    )
+
+    def stroke(element):
+        return browser.execute_script("return getComputedStyle(arguments[0]).stroke", element)
+
+    assert {n: stroke(b.find_element(By.TAG_NAME, "rect")) for n, b in boxes.items()} == {
+        n: RED if n == down else GREEN for n in boxes
+    }
+    to_switch = [
+        link for link in browser.find_elements(By.CSS_SELECTOR, "svg#picture a.link")
+        if re.match(f"{down} .* to the switch", link.find_element(By.TAG_NAME, "title").get_attribute("textContent"))
+    ]  # fmt: skip
+    assert len(to_switch) == 2 and all(
+        stroke(link.find_element(By.CSS_SELECTOR, "line.seg")) == RED for link in to_switch
+    )
+    boxes[down].click()
+    panel = browser.find_element(By.ID, boxes[down].get_attribute("data-part"))
+    assert panel.is_displayed() and "Compose rule host-network" in panel.text and "more" in panel.text, panel.text
 
 
 def _png_pixels(png: bytes) -> bytes:
