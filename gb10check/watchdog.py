@@ -20,11 +20,11 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import tenacity
 
 from gb10check import inventory as inv
-from gb10check.api import ApiClient
 from gb10check.errors import GB10Error, ServiceError
 from gb10check.fit import GIB
 from gb10check.node import ClusterNodes
@@ -32,6 +32,9 @@ from gb10check.parallel import map_parallel
 from gb10check.parsers.docker import Container
 from gb10check.parsers.vllm_log import milestones
 from gb10check.probes import CONTAINER, DOCKER_LOGS, MEMINFO
+
+if TYPE_CHECKING:  # the wait is given the client: importing it (openai, httpx) is the service stage's cost
+    from gb10check.api import ApiClient
 
 POLL_SECONDS = 2.0
 STOP_TIMEOUT = 30  # docker stop -t: vLLM's workers get this long to exit before SIGKILL

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from gb10check.errors import ParseError
 from gb10check.redact import redact
 
@@ -29,6 +27,9 @@ class VllmMetrics:
 
 
 def parse_vllm_metrics(text: str) -> VllmMetrics:
+    # imported here: the service checks' modules are collected in every run, the parser needed in theirs only
+    from prometheus_client.parser import text_string_to_metric_families
+
     values: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(text):
