@@ -38,7 +38,8 @@ from gb10check.textfile import read_text
 
 # the schemas whose runs the history reads: what it reads of a run (test, check, verdict, figures,
 # started) is the same in both (2 renamed a check's `link` to `rail` and added `nodes`)
-READABLE_VERSIONS = (1, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)  # what the history reads is the same in each
+READABLE = ", ".join(map(str, READABLE_VERSIONS[:-1])) + f" or {SCHEMA_VERSION}"
 RUN_FILE = re.compile(r"^run-\d{8}T\d{6}Z-\d+\.json$")
 DEFAULT_KEEP = 60
 DEFAULT_WINDOW = 7  # the median of the last this-many runs
@@ -199,10 +200,10 @@ def _run_of(path: Path, text: str) -> Run:
     if not isinstance(data, dict):
         raise ValueError(f"not a gb10check summary (the file holds {_briefly(data)}, not an object)")
     if "schema_version" not in data:
-        raise ValueError(f"not a gb10check summary of schema {SCHEMA_VERSION} (no schema_version)")
+        raise ValueError(f"not a gb10check summary of schema {READABLE} (no schema_version)")
     found = data["schema_version"]
     if type(found) is not int or found not in READABLE_VERSIONS:
-        raise ValueError(f"not a gb10check summary of schema {SCHEMA_VERSION} (found {_briefly(found)})")
+        raise ValueError(f"not a gb10check summary of schema {READABLE} (found {_briefly(found)})")
     try:
         kept = _KeptRun.model_validate(data)
     except ValidationError as exc:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # the inventory imports the history, which imports this modul
 
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
 # or goes away; the history (gb10check/history.py) reads only runs of this version
-SCHEMA_VERSION = 2  # 2: a check's `link` became `rail`, and `nodes` names every node it is about
+# 2: a check's `link` became `rail`, `nodes` names every node it is about;
+# 3: `cluster`, `matrix`, `selection` and each check's `title` (report.html reads them)
+SCHEMA_VERSION = 3
 
 
 @dataclass

@@ -176,7 +176,7 @@ def test_summary_schema_is_valid_and_strict():
     schema = json.loads((PROJECT / "gb10check" / "summary.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"schema_version": 2}, schema)
+        jsonschema.validate({"schema_version": 3}, schema)
 
 
 # -- report.html in a real browser ----------------------------------------------------------------------

@@ -32,7 +32,7 @@ def _summary(rows: list[dict[str, Any]], cluster: dict[str, Any] | None = None, 
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    return {"schema_version": 2, "started": "2026-12-04T06:14:05+0000", "duration": 3.0, "inventory": "c.toml",
+    return {"schema_version": 3, "started": "2026-12-04T06:14:05+0000", "duration": 3.0, "inventory": "c.toml",
             "scenario": None, "interrupted": False, "counts": counts, "timings": {}, "transports": {},
             "troubleshooting": {}, "selection": {}, "matrix": [], "checks": rows,
             **({"cluster": cluster} if cluster else {}), **extra}  # fmt: skip
