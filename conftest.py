@@ -1,3 +1,10 @@
 """gb10check's pytest plugin, one module per concern (see fixtures/)."""
 
-pytest_plugins = ["fixtures.interrupt", "fixtures.cluster", "fixtures.hints", "fixtures.reports", "fixtures.history"]
+pytest_plugins = [
+    "fixtures.interrupt",
+    "fixtures.cluster",
+    "fixtures.hints",
+    "fixtures.reports",
+    "fixtures.history",
+    "fixtures.terminal",
+]

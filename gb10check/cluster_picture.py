@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-BAD = ("failed", "error", "interrupted")
+from gb10check.root_cause import BAD
+
 WIDTH = 640
 PAIR_WIDTH = 540
 MARGIN = 35.0  # px above the top box and below the bottom one (labels, the focus outline)

@@ -21,19 +21,16 @@ from typing import Any
 
 import jinja2
 
-from gb10check import atomic
+from gb10check import atomic, root_cause
 from gb10check.cli import STAGES as COMMANDS
-from gb10check.cluster_picture import BAD, Picture, picture, state_of
-from gb10check.errors import NodeUnreachable, ServiceError
+from gb10check.cluster_picture import Picture, picture, state_of
 from gb10check.history import Run, Trend, figure_key, figures_of, trend_check
 from gb10check.neutralise import neutralise_tree
 from gb10check.report import title_of
+from gb10check.root_cause import BAD, stage_of
 from gb10check.trend_plot import Plot, plots
 
 TEMPLATE = Path(__file__).parent / "templates" / "report.html.j2"
-TRENDS_FILE = "gb10check/trends"  # fixtures/history.py's trend checks
-STAGE_FILES = (("tests_preflight/", "preflight"), ("tests_network/", "network"), ("tests_service/", "service"),
-               (TRENDS_FILE, "trends"))  # fmt: skip
 ABOUT = {
     **{name: COMMANDS[name][1] for name in ("preflight", "network", "service")},
     "trends": "each measured figure against its last runs (--history)",
@@ -41,18 +38,6 @@ ABOUT = {
 }
 MARK = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "–", "interrupted": "⏸"}
 SHOWN_PER_HINT = 6  # a hint's failures listed, the rest behind "and N more"
-
-# Root cause first. A node that cannot be reached explains every check about it; the API that does not
-# answer (down, or timing out) explains the API checks that follow it, and is itself explained by what
-# the service's diagnosis found (a log line, a container that exited: listed before it on the same rows)
-# and by an engine that is stuck (its counter frozen while requests wait).
-NODE_DOWN = NodeUnreachable.hint_ids
-API_DOWN = (*ServiceError.hint_ids, "service-timeout")
-ENGINE_STATE = ("engine-stuck",)
-
-
-def stage_of(test: str) -> str:
-    return next((stage for prefix, stage in STAGE_FILES if test.startswith(prefix)), "run")
 
 
 @dataclass
@@ -207,37 +192,8 @@ def _failure(anchor: str, row: dict[str, Any], netdevs: dict[tuple[str, str], st
 
 
 def hint_order(summary: dict[str, Any]) -> list[str]:
-    """The hints of the run's failures, root cause first: a node down; the hints of the preflight and network
-    stages (a host's or the fabric's fault explains the service's, never the reverse); what the API's failure
-    follows from (the diagnosis listed before the API's own hint on its rows, a stuck engine); the API down;
-    the API checks' own; the trends. Within each, the order the run met them (summary.json keeps it)."""
-    met: list[str] = list(summary.get("troubleshooting") or {})
-    rows = [r for r in summary.get("checks", []) if r["verdict"] in BAD]
-    for row in rows:
-        met += [h for h in row.get("hints") or [] if h not in met]
-    explains_api: set[str] = set(ENGINE_STATE)
-    stage_first: dict[str, str] = {}
-    for row in rows:
-        ids = list(row.get("hints") or [])
-        down = [i for i, h in enumerate(ids) if h in API_DOWN]
-        if down:
-            explains_api |= {h for h in ids[: down[0]] if h not in API_DOWN}
-        for h in ids:
-            stage_first.setdefault(h, stage_of(row["test"]))
-
-    def tier(hint: str) -> int:
-        stage = stage_first.get(hint, "run")
-        if hint in NODE_DOWN:
-            return 0
-        if stage in ("preflight", "network", "run"):
-            return 1
-        if hint in explains_api:
-            return 2
-        if hint in API_DOWN:
-            return 3
-        return 4 if stage == "service" else 5
-
-    return sorted(met, key=lambda h: (tier(h), met.index(h)))
+    """The hints of the run's failures, root cause first (gb10check/root_cause.py)."""
+    return root_cause.hint_order(summary.get("troubleshooting") or {}, summary.get("checks", []))
 
 
 def _groups(failures: list[Failure], summary: dict[str, Any], troubleshooting: dict[str, str]) -> list[HintGroup]:

@@ -14,6 +14,7 @@ from gb10check import atomic
 from gb10check.errors import ReportsUnwritable
 from gb10check.neutralise import neutralise, neutralise_tree
 from gb10check.redact import redact_known, redact_tree
+from gb10check.root_cause import failures_in_order, hint_order
 from gb10check.verdict import Comparison
 
 if TYPE_CHECKING:  # the inventory imports the history, which imports this module's SCHEMA_VERSION
@@ -59,6 +60,7 @@ class Summary:
     troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text, filled for this run
     cluster: dict[str, Any] = field(default_factory=dict)  # the inventory's shape (cluster_of): nodes, rails
     selection: dict[str, str] = field(default_factory=dict)  # markers (-m) and keywords (-k) the run was given
+    stopped: str = ""  # why the run stopped before its last check (-x, --maxfail), when it did
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -82,6 +84,7 @@ class Summary:
             "troubleshooting": self.troubleshooting,
             **({"cluster": self.cluster} if self.cluster else {}),
             "selection": self.selection,
+            **({"stopped": self.stopped} if self.stopped else {}),
             "matrix": bandwidth_matrix(self.rows),
             "checks": [asdict(r) for r in self.rows],
         }
@@ -93,18 +96,25 @@ class Summary:
         return f" (interrupted by {i.get('signal', 'a signal')} during {i.get('during')})"
 
     def to_markdown(self) -> str:
+        """What failed and what to do first (one line per failed check, root cause first; each hint's
+        cause, fix and commands), then what was measured (figures, the bandwidth matrix), each node's
+        connections and commands, and the whole table of checks."""
         counts = ", ".join(f"{n} {v}" for v, n in sorted(self.counts().items()))
         lines = [
             "# gb10check summary",
             "",
             f"- inventory: `{self.inventory}`"
             + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
-            f"- result: {counts or 'no checks ran'}" + self._interrupted_note(),
+            f"- result: {counts or 'no checks ran'}" + self._interrupted_note() + self._stopped_note(),
+            "",
+        ]
+        lines += self._changes() + self._failures() + self._measured() + self._matrix() + self._nodes()
+        lines += [
+            "## Checks",
             "",
             "| check | node | verdict | what | expected | found | hint |",
             "|---|---|---|---|---|---|---|",
         ]
-        lines[5:5] = self._changes() + self._measured()
         for r in self.rows:
             cells = [
                 r.check,
@@ -115,8 +125,74 @@ class Summary:
                 _each(m.found for m in r.evidence) or _first_line(r.message),
                 " ".join(f"[{h}]" for h in r.hints),
             ]
-            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+            lines.append(_cells(cells))
         return "\n".join(lines) + "\n"
+
+    def _stopped_note(self) -> str:
+        return f"; the run stopped early ({self.stopped}): the checks after it did not run" if self.stopped else ""
+
+    def _failures(self) -> list[str]:
+        """The failed checks, one line each, root cause first; then each hint once, with its commands."""
+        checks = [asdict(r) for r in self.rows]
+        order = hint_order(self.troubleshooting, checks)
+        failed = failures_in_order(checks, order)
+        if not failed:
+            return []
+        lines = ["## What failed", ""]
+        for row in failed:
+            where = f" ({', '.join(row['nodes']) or row['node']})" if row["nodes"] or row["node"] else ""
+            lines.append(f"- **{row['verdict']}** `{row['check']}`{where}: {_first_line(row['message'], 600)}")
+        lines += ["", "## What to do", ""]
+        for hint in order:
+            if hint in self.troubleshooting:
+                lines += ["```", self.troubleshooting[hint].rstrip(), "```", ""]
+        return lines
+
+    def _matrix(self) -> list[str]:
+        """Each pair's RDMA write bandwidth, Gb/s: a row per pair, a column per rail (alone) and all at once."""
+        cells = bandwidth_matrix(self.rows)
+        if not cells:
+            return []
+        rails = list(dict.fromkeys(c["rail"] for c in cells if not c["at_once"]))
+        pairs = list(dict.fromkeys((c["a"], c["b"]) for c in cells))
+
+        def value(pair: tuple[str, str], rail: str | None, at_once: bool) -> str:
+            found = [
+                c["gbps"] for c in cells if (c["a"], c["b"]) == pair and c["rail"] == rail and c["at_once"] is at_once
+            ]
+            return f"{found[0]:g}" if found else "–"
+
+        lines = ["## Bandwidth (Gb/s, RDMA write)", "", _cells(["pair", *rails, "all rails at once"])]
+        lines.append("|" + "---|" * (len(rails) + 2))
+        lines += [
+            _cells([f"{a} – {b}", *(value((a, b), r, False) for r in rails), value((a, b), None, True)])
+            for a, b in pairs
+        ]
+        return [*lines, ""]
+
+    def _nodes(self) -> list[str]:
+        """Per node: the SSH connections and commands the run cost it (every command sent: summary.json)."""
+        if not self.transports:
+            return []
+        lines = [
+            "## Nodes",
+            "",
+            "| node | connections | connect attempts | commands | snapshot reads |",
+            "|---|---|---|---|---|",
+        ]
+        for name, t in self.transports.items():
+            lines.append(
+                _cells(
+                    [
+                        name,
+                        *(
+                            str(t.get(k, ""))
+                            for k in ("connections", "connect_attempts", "commands", "snapshot_probes")
+                        ),
+                    ]
+                )
+            )
+        return [*lines, "", "Every command sent to each node: summary.json, `transports.<node>.sent`.", ""]
 
     def _changes(self) -> list[str]:
         """Against the previous run (--history): first, since they are what changed."""
@@ -135,7 +211,7 @@ class Summary:
         if not rows:
             return []
         table = [f"| {r.check} | {r.node or ''} | {name} | {_value(value)} |" for r, name, value in rows]
-        return ["## Measured", "", "| check | node | what | value |", "|---|---|---|---|", *table, "", "## Checks", ""]
+        return ["## Measured", "", "| check | node | what | value |", "|---|---|---|---|", *table, ""]
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -244,5 +320,10 @@ def _each(values: Iterable[str]) -> str:
     return "<br>".join(values)
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:200] if text.strip() else ""
+def _first_line(text: str, cap: int = 200) -> str:
+    return text.strip().splitlines()[0][:cap] if text.strip() else ""
+
+
+def _cells(cells: Iterable[str]) -> str:
+    """One row of a markdown table: a `|` inside a cell escaped, a line break a space."""
+    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"

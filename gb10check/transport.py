@@ -216,6 +216,10 @@ class SshTransport:
         port = f":{self.port}" if self.port else ""
         return f"{user}{self.host}{port}"
 
+    def _lost(self, message: str, hint_ids: tuple[str, ...] = ()) -> NodeUnreachable:
+        """This node cannot be reached: its hint's commands are for it, whichever check met it (a pair's)."""
+        return NodeUnreachable(message, hint_ids=hint_ids, context={"node": self.name})
+
     def _connect(self) -> Any:
         import paramiko
         from fabric import Config, Connection
@@ -249,7 +253,7 @@ class SshTransport:
         try:
             _within(self.connect_timeout, conn.open, conn.close, "SSH session (name resolution, TCP, banner, login)")
         except paramiko.BadHostKeyException as exc:
-            raise NodeUnreachable(
+            raise self._lost(
                 f"{self.name} ({self.where}): host key does not match known_hosts (possible impostor, or the node was "
                 f"reinstalled): {exc}",
                 hint_ids=("host-key-changed",),
@@ -257,14 +261,14 @@ class SshTransport:
         except paramiko.SSHException as exc:
             text = str(exc)
             if "not found in known_hosts" in text:
-                raise NodeUnreachable(
+                raise self._lost(
                     f"{self.name} ({self.where}): SSH failed: {text} (compare its fingerprint out of band, then log in "
                     'once by hand, or set [ssh] host_key_policy = "accept-new")',
                     hint_ids=("host-key-unknown",),
                 ) from exc
-            raise NodeUnreachable(f"{self.name} ({self.where}): SSH failed: {text}") from exc
+            raise self._lost(f"{self.name} ({self.where}): SSH failed: {text}") from exc
         except (TimeoutError, OSError, EOFError) as exc:
-            raise NodeUnreachable(
+            raise self._lost(
                 f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: "
                 f"{exc or type(exc).__name__}"
             ) from exc
@@ -308,7 +312,7 @@ class SshTransport:
             return CommandResult(command, None, r.stdout, r.stderr, time.monotonic() - start, True)
         except (OSError, EOFError) as exc:
             self.close()
-            raise NodeUnreachable(f"{self.name} ({self.where}): connection lost: {exc}") from exc
+            raise self._lost(f"{self.name} ({self.where}): connection lost: {exc}") from exc
         except Exception as exc:  # paramiko raises bare SSHException subclasses mid-session
             self.close()
             raise TransportError(f"{self.name} ({self.where}): command failed to run: {exc}") from exc
@@ -336,7 +340,7 @@ class SshTransport:
             except NodeUnreachable as exc:
                 waited = time.monotonic() - start
                 last = str(exc).removeprefix(f"{self.name} ({self.where}): ")
-                self._unreachable = NodeUnreachable(
+                self._unreachable = self._lost(
                     f"{self.name} ({self.where}): still unreachable after waiting {waited:.0f} s for it to boot "
                     f"(ssh.boot_timeout {budget:g} s); the last try: {last}",
                     hint_ids=exc.hint_ids,

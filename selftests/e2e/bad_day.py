@@ -47,11 +47,14 @@ class TimedRun:
     junit_bytes: int
 
     def within_output_bounds(self) -> bool:
-        """What a fault may cost, per check (the suite grows; the cost per check may not): about one
-        line of terminal output each (its short-summary line; the unreachable node's own line once),
-        plus the header and the troubleshooting section; under 1 kB of JUnit each."""
+        """What a fault may cost (the suite grows; the cost per check may not): after the progress lines,
+        at most 3 lines per failed check plus the troubleshooting section plus 10; under 1 kB of JUnit
+        per check."""
         checks = max(len(self.run.junit), 1)
-        return self.lines < 2 * checks + 100 and self.junit_bytes < 1000 * checks
+        failed = len(self.run.failed())
+        troubleshooting = len(self.run.section("troubleshooting").splitlines())
+        report = len(self.run.report_lines())
+        return report <= 3 * failed + troubleshooting + 10 and self.junit_bytes < 1000 * checks
 
 
 def timed(tmp: Path, *args: str, env: dict[str, str] | None = None) -> TimedRun:

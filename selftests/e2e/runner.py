@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -35,6 +36,34 @@ class SuiteRun:
 
     def outcomes(self) -> dict[str, str]:
         return {tid: case["outcome"] for tid, case in self.junit.items()}
+
+    def section(self, title: str) -> str:
+        """One of the sections at the end of the terminal output (`failures`, `troubleshooting`,
+        `measured`, ...): up to the next section, gb10check's closing lines or pytest's verdict line."""
+        return section(self.out, title)
+
+    def report_lines(self) -> list[str]:
+        """The output after the progress lines: from the first section to the verdict line."""
+        return report_lines(self.out)
+
+
+SEPARATOR = re.compile(r"^=+ .* =+$|^-+ generated xml file: .* -+$")
+
+
+def section(out: str, title: str) -> str:
+    if f"= {title} =" not in out:
+        return ""
+    lines = out.split(f"= {title} =", 1)[1].split("\n")[1:]
+    end = next(
+        (i for i, line in enumerate(lines) if SEPARATOR.match(line) or line.startswith("gb10check: ")), len(lines)
+    )
+    return "\n".join(lines[:end])
+
+
+def report_lines(out: str) -> list[str]:
+    lines = out.rstrip("\n").split("\n")
+    first = next((i for i, line in enumerate(lines) if SEPARATOR.match(line) and "test session starts" not in line), 0)
+    return lines[first:]
 
 
 def _read_junit(path: Path) -> dict[str, dict]:

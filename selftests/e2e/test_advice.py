@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from selftests.e2e.runner import run_suite
+from selftests.e2e.runner import run_suite, section
 
 pytestmark = pytest.mark.sim
 R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
@@ -16,7 +16,7 @@ R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 
 def _section(out: str, hint_id: str) -> list[str]:
     """The command lines of one hint in the terminal's troubleshooting section."""
-    tail = out.split("= troubleshooting =", 1)[1].split("= short test summary info =", 1)[0]
+    tail = section(out, "troubleshooting")
     block = tail.split(f"[{hint_id}] ", 1)[1].split("\n\n", 1)[0]
     return [line.strip() for line in block.splitlines() if line.strip().startswith("$ ")]
 

@@ -132,7 +132,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
     jsonschema.validate(run.summary, SCHEMA)  # every scenario's summary.json has the documented shape
     # the terminal run ends with the troubleshooting section for what failed
     if expected:
-        tail = run.out.split("= troubleshooting =", 1)[1].split("= short test summary info =", 1)[0]
+        tail = run.section("troubleshooting")
         for hint_id in set().union(*expected.values()):
             assert f"[{hint_id}]" in tail
 

@@ -105,7 +105,7 @@ def test_with_the_api_down_every_api_check_names_the_row_of_the_table(tmp_path):
         assert "thinkstationpgx-32's log shows [follower-not-headless]" in message
         assert "on thinkstationpgx-32 [container-exited] its container exited (exit 1)" in message
     # the troubleshooting section has the row once, with the follower's fix
-    section = run.out.split("= troubleshooting =", 1)[1].split("= short test summary info =", 1)[0]
+    section = run.section("troubleshooting")
     assert section.count("[follower-not-headless] The follower node runs a full API server") == 1
 
 

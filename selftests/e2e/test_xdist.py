@@ -43,7 +43,7 @@ def _rows(run: SuiteRun) -> dict[str, tuple]:
 def _troubleshooting(run: SuiteRun) -> set[str]:
     if "= troubleshooting =" not in run.out:
         return set()
-    section = run.out.split("= troubleshooting =", 1)[1].split("short test summary", 1)[0]
+    section = run.section("troubleshooting")
     return set(re.findall(r"^\[([a-z0-9-]+)\] ", section, re.MULTILINE))
 
 

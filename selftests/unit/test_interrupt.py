@@ -23,7 +23,9 @@ def subprocess_suite(pytester, monkeypatch):
     return pytester
 
 
-PLUGINS = 'pytest_plugins = ["fixtures.interrupt", "fixtures.cluster", "fixtures.hints", "fixtures.reports"]'
+PLUGINS = "pytest_plugins = " + repr(
+    ["fixtures.interrupt", "fixtures.cluster", "fixtures.hints", "fixtures.reports", "fixtures.terminal"]
+)
 
 
 @pytest.fixture

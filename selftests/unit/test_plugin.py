@@ -25,7 +25,8 @@ transport = "local"
 @pytest.fixture
 def suite(pytester):
     pytester.makeini(INI)
-    pytester.makeconftest('pytest_plugins = ["fixtures.cluster", "fixtures.hints", "fixtures.reports"]')
+    plugins = ["fixtures.cluster", "fixtures.hints", "fixtures.reports", "fixtures.terminal"]
+    pytester.makeconftest(f"pytest_plugins = {plugins!r}")
     pytester.path.joinpath("inv.toml").write_text(INVENTORY)
     return pytester
 
@@ -62,9 +63,10 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
     assert cases["test_passes[here]"][0] is None
     result.stdout.re_match_lines(
         [
+            r"=+ failures =+",
+            r"FAILED test_fails\[here\]: \[roce-link-down\] link on here: expected Up, found Down",
             r"=+ troubleshooting =+",
             r"\[roce-link-down\] A RoCE link is down",
-            r"    seen in test_x.py::test_fails\[here\]",
         ]
     )
     summary = json.loads((suite.path / "out" / "summary.json").read_text())

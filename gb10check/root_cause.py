@@ -1,0 +1,76 @@
+"""Root cause first: the order in which a run's hints (and so its failures) are shown, the same in the
+terminal, summary.md and report.html.
+
+A node that cannot be reached explains every check about it; a host's or the fabric's fault (preflight,
+network) explains the service's, never the reverse; the API that does not answer (down, or timing out)
+explains the API checks that follow it, and is itself explained by what the service's diagnosis found (a
+log line, a container that exited: listed before it on the same rows) and by an engine that is stuck
+(its counter frozen while requests wait). Within a tier, the order the run met them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gb10check.errors import NodeUnreachable, ServiceError
+
+BAD = ("failed", "error", "interrupted")
+TRENDS_FILE = "gb10check/trends"  # fixtures/history.py's trend checks
+STAGE_FILES = (("tests_preflight/", "preflight"), ("tests_network/", "network"), ("tests_service/", "service"),
+               (TRENDS_FILE, "trends"))  # fmt: skip
+NODE_DOWN = NodeUnreachable.hint_ids
+API_DOWN = (*ServiceError.hint_ids, "service-timeout")
+ENGINE_STATE = ("engine-stuck",)
+
+
+def stage_of(test: str) -> str:
+    """The stage a check belongs to, from its test id (the folder it lives in); `run` for none."""
+    return next((stage for prefix, stage in STAGE_FILES if test.startswith(prefix)), "run")
+
+
+def hint_order(troubleshooting: Iterable[str], checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The hints of the run's failures, root cause first: a node down; the hints of the preflight and network
+    stages; what the API's failure follows from (the diagnosis listed before the API's own hint on its rows,
+    a stuck engine); the API down; the API checks' own; the trends. `checks` are summary rows (`test`,
+    `verdict`, `hints`), in the order the run met them."""
+    met: list[str] = list(troubleshooting)
+    rows = [r for r in checks if r["verdict"] in BAD]
+    for row in rows:
+        met += [h for h in row.get("hints") or [] if h not in met]
+    explains_api: set[str] = set(ENGINE_STATE)
+    stage_first: dict[str, str] = {}
+    for row in rows:
+        ids = list(row.get("hints") or [])
+        down = [i for i, h in enumerate(ids) if h in API_DOWN]
+        if down:
+            explains_api |= {h for h in ids[: down[0]] if h not in API_DOWN}
+        for h in ids:
+            stage_first.setdefault(h, stage_of(row["test"]))
+
+    def tier(hint: str) -> int:
+        stage = stage_first.get(hint, "run")
+        if hint in NODE_DOWN:
+            return 0
+        if stage in ("preflight", "network", "run"):
+            return 1
+        if hint in explains_api:
+            return 2
+        if hint in API_DOWN:
+            return 3
+        return 4 if stage == "service" else 5
+
+    return sorted(met, key=lambda h: (tier(h), met.index(h)))
+
+
+def failures_in_order(checks: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[Mapping[str, Any]]:
+    """The failed rows, each under its first hint in `order` (root cause first); within a hint a check
+    about one node before one between nodes (a port found down before the pings over it), else the run's
+    order; a failure without a hint last."""
+    rank = {h: i for i, h in enumerate(order)}
+
+    def key(row: Mapping[str, Any]) -> tuple[int, bool]:  # a node's own finding before a pair's that follows
+        first = min((rank[h] for h in row.get("hints") or [] if h in rank), default=len(rank))
+        return first, len(row.get("nodes") or []) > 1
+
+    return sorted((r for r in checks if r["verdict"] in BAD), key=key)
