@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -107,13 +108,24 @@ def floor(scenario: str) -> tuple[float, float, str, float, float]:
     return connect, slowest, which, cpu, statistics.median(bare)
 
 
-def _bandwidth(scenario: str, checks: list[dict]) -> None:
-    """What each ib_write_bw measurement cost beyond its duration (the first check to ask takes it)."""
+def _bandwidth(scenario: str, checks: list[dict], output: str) -> None:
+    """The bandwidth matrix's wall time against its rounds (gb10check/bandwidth.py: in each round the pairs
+    that share no node measure at once, so the floor is rounds x the run's duration, plus what starting and
+    stopping each round's servers costs); the first check to ask runs every round, the others read them."""
     seconds = 1.0  # the sim's inventory: thresholds.bandwidth_seconds = 1
-    for row in checks:
-        if row["check"].startswith(("test_rdma_write_runs[", "test_rdma_bandwidth_all_rails_at_once[")):
-            print(f"    {row['check']:45} {row['duration']:.2f} s for a {seconds:g} s run: "
-                  f"{row['duration'] - seconds:.2f} s of orchestration")  # fmt: skip
+    said = re.findall(r"ib_write_bw round \d+/(\d+)", output)
+    rounds = int(said[-1]) if said else 0
+    wall = sum(r["duration"] for r in checks if r["check"].startswith(BANDWIDTH_CHECKS))
+    if not rounds:
+        print("    bandwidth: no rounds ran")
+        return
+    per_round = wall / rounds
+    print(f"    bandwidth matrix: {wall:.2f} s for {rounds} rounds of {seconds:g} s runs = {per_round:.2f} s a round, "
+          f"{per_round - seconds:.2f} s of orchestration each; rounds x (duration + orchestration) with the "
+          f"pair's orchestration: see `--scenario healthy`")  # fmt: skip
+
+
+BANDWIDTH_CHECKS = ("test_rdma_write_runs[", "test_rdma_bandwidth[", "test_rdma_bandwidth_all_rails_at_once[")
 
 
 def _service(checks: list[dict], session: float) -> None:
@@ -164,9 +176,9 @@ def main() -> int:
                     print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
                     raise SystemExit(f"the run left no {path} (exit {proc.returncode})")
                 summary = json.loads(path.read_text())
-            rows.append(
-                (wall, summary["timings"], summary["counts"], summary["transports"], proc.returncode, summary["checks"])
-            )
+            said = proc.stdout + proc.stderr
+            found = (summary["timings"], summary["counts"], summary["transports"], proc.returncode, summary["checks"])
+            rows.append((wall, *found, said))
         session = statistics.median(r[1]["session"] for r in rows)
         print(
             f"  -m {marker:9} whole run {statistics.median(r[0] for r in rows):.2f} s; start-up "
@@ -177,7 +189,7 @@ def main() -> int:
             f"{rows[-1][2]} (exit {rows[-1][4]})"
         )
         if marker in ("network", "all"):
-            _bandwidth(args.scenario, rows[-1][5])
+            _bandwidth(args.scenario, rows[-1][5], rows[-1][6])
         if marker in ("service", "all"):
             _service(rows[-1][5], rows[-1][1]["session"])
     for node, stats in rows[-1][3].items():

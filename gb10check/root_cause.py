@@ -10,6 +10,7 @@ log line, a container that exited: listed before it on the same rows) and by an 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,11 @@ STAGE_FILES = (("tests_preflight/", "preflight"), ("tests_network/", "network"),
 NODE_DOWN = NodeUnreachable.hint_ids
 API_DOWN = (*ServiceError.hint_ids, "service-timeout")
 ENGINE_STATE = ("engine-stuck",)
+# a hint that follows from another of the same stage when both are in a run: shown after it
+FOLLOWS = {
+    "gpu-not-in-container": ("driver-version-mismatch", "driver-reboot-pending", "docker-daemon-down"),
+    "driver-reboot-pending": ("driver-version-mismatch",),
+}
 
 
 def stage_of(test: str) -> str:
@@ -60,17 +66,40 @@ def hint_order(troubleshooting: Iterable[str], checks: Sequence[Mapping[str, Any
             return 3
         return 4 if stage == "service" else 5
 
-    return sorted(met, key=lambda h: (tier(h), met.index(h)))
+    def depth(hint: str) -> int:  # how many hints of this run it follows from, one after the other
+        return max((1 + depth(cause) for cause in FOLLOWS.get(hint, ()) if cause in met), default=0)
+
+    return sorted(met, key=lambda h: (tier(h), depth(h), met.index(h)))
+
+
+def finding_of(row: Mapping[str, Any]) -> str:
+    """What a failed check found: its last failed comparison's `found`, else its message's first line (a
+    check that found nothing to compare: a node that cannot be asked)."""
+    failed = [e for e in row.get("evidence") or [] if not e.get("ok", True)]
+    if failed:
+        return str(failed[-1].get("found", ""))
+    message = str(row.get("message") or "").strip()
+    return message.split("\n", 1)[0]
+
+
+def compared(row: Mapping[str, Any]) -> bool:
+    """Whether a check compared anything before it failed (a node that cannot be asked leaves none)."""
+    return bool(row.get("evidence"))
 
 
 def failures_in_order(checks: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[Mapping[str, Any]]:
-    """The failed rows, each under its first hint in `order` (root cause first); within a hint a check
-    about one node before one between nodes (a port found down before the pings over it), else the run's
-    order; a failure without a hint last."""
+    """The failed rows, each under its first hint in `order` (root cause first); within a hint the error
+    itself before the findings it explains (a node that cannot be asked: its checks compared nothing;
+    rank 0's dark ports that follow from it did), a check about one node before one between nodes (a port
+    found down before the pings over it), then a finding of its own before one many checks repeat
+    (wrong-model: the served name that differs before the eleven requests that got a 404 for it), else the
+    run's order; a failure without a hint last."""
     rank = {h: i for i, h in enumerate(order)}
+    failed = [r for r in checks if r["verdict"] in BAD]
+    repeated = Counter(finding_of(r) for r in failed)
 
-    def key(row: Mapping[str, Any]) -> tuple[int, bool]:  # a node's own finding before a pair's that follows
+    def key(row: Mapping[str, Any]) -> tuple[int, bool, bool, int]:
         first = min((rank[h] for h in row.get("hints") or [] if h in rank), default=len(rank))
-        return first, len(row.get("nodes") or []) > 1
+        return first, compared(row), len(row.get("nodes") or []) > 1, repeated[finding_of(row)]
 
-    return sorted((r for r in checks if r["verdict"] in BAD), key=key)
+    return sorted(failed, key=key)
