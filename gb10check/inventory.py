@@ -569,10 +569,11 @@ def parse_inventory(text: str, source: str) -> Inventory:
 
 MISSING_HELP = """\
 gb10check: no cluster inventory ({why}).
-Write one: cp fixtures/cluster.example.toml cluster.toml   and edit nodes, links and service,
+Write one: cp {examples}/cluster.example.toml cluster.toml   (a pair; cluster.ring.example.toml and
+cluster.switch.example.toml beside it for three to eight nodes) and edit nodes, rails and service,
 then pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
-To try the suite without a cluster: gb10check preflight --sim, or pytest --sim
-(the bundled simulated cluster; needs root)."""
+To try the suite without a cluster: gb10check all --sim (the bundled simulated cluster; needs root)."""
+EXAMPLES = Path(__file__).resolve().parent.parent / "fixtures"  # the clone's, wherever the suite runs from
 
 
 def default_path() -> tuple[Path, str]:
@@ -585,7 +586,7 @@ def load_inventory(path: Path, origin: str = "--cluster") -> Inventory:
     try:
         text = read_text(path, "the inventory")
     except FileNotFoundError as exc:
-        raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}")) from exc
+        raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}", examples=EXAMPLES)) from exc
     except OSError as exc:
         raise InventoryError(f"{path}: cannot read the inventory: {exc.strerror or exc}") from exc
     return parse_inventory(text, str(path))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gb10check import atomic
 from gb10check.errors import ReportsUnwritable
@@ -293,6 +293,36 @@ def write_interrupted_junit(path: Path, message: str, hint_id: str) -> None:
     ET.SubElement(case, "error", message=redact_known(message)).text = redact_known(message)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write(path, '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(suites, encoding="unicode"))
+
+
+RUN_LOCK = ".gb10check-run.lock"
+
+
+def claim(directory: Path) -> IO[str]:
+    """This run's hold on its reports folder, kept open until the process ends (the kernel lets go of it
+    then, killed or not). Two runs writing one folder would replace each other's reports, the last to
+    finish winning without a word: the second is refused, naming the first."""
+    import fcntl
+    import os
+    import sys
+
+    path = directory / RUN_LOCK
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115  (held for the run's life)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        other = neutralise(handle.read(300).strip()) or "another process"
+        handle.close()
+        raise ReportsUnwritable(
+            f"another gb10check run writes its reports into {directory} ({other}): the last to finish would "
+            f"replace the other's; wait for it, or give this run its own --reports-dir"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv[1:])[:200]}\n")
+    handle.flush()
+    return handle
 
 
 def check_writable(*directories: Path) -> None:

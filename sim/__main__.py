@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m sim") -> int:
                 if scenario.expect is not None:  # what it must fail, from the file's [expect]
                     hints = sorted({h for ids in scenario.expect.fails.values() for h in ids})
                     run = f"-m {scenario.expect.marker}" if scenario.expect.marker else "every marker"
-                    fails = f"{len(scenario.expect.fails)} check(s): {', '.join(hints)}" if hints else "nothing"
+                    said = len(scenario.expect.fails)
+                    patterns = f"{said} check pattern{'s' if said > 1 else ''}"
+                    fails = f"{patterns} with {', '.join(hints)}" if hints else "nothing"
                     print(f"{'':{width}}  ({run}) fails {fails}")
         elif args.cmd == "clean":
             if args.all:

@@ -83,6 +83,7 @@ def _load_raw(ref: str, here: Path | None, seen: tuple[Path, ...] = ()) -> dict[
     if rebase is not None:  # NAME@BASE: NAME's own tables over BASE (named where NAME@BASE was written)
         base, base_here = rebase, here
     if base is None:
+        _says_its_shape(data, path)
         return _over({}, data, path)
     if not isinstance(base, str):
         raise SimError(f"{path}: base = {base!r}: give a scenario name or a .toml path")
@@ -90,6 +91,25 @@ def _load_raw(ref: str, here: Path | None, seen: tuple[Path, ...] = ()) -> dict[
     inherited.pop("expect", None)  # what the base scenario must fail is not what this one must
     inherited.pop("description", None)
     return _over(inherited, data, path)
+
+
+STARTS = (
+    'start from another scenario, base = "healthy" (or "healthy-switch4", a file), or say the shape, '
+    'topology = "switch" and size = 4, or list every node with its rank and every link'
+)
+
+
+def _says_its_shape(data: dict[str, Any], path: Path) -> None:
+    """A file without `base` says its own shape: a topology, or every node with its rank. A fault
+    written as if over healthy (its nodes' rank keys or a few changed keys) says what it lacks."""
+    if "topology" in data or "size" in data:
+        return
+    nodes = data.get("nodes")
+    if not isinstance(nodes, dict) or not nodes:
+        raise SimError(f"{path}: no base, no topology and no nodes: {STARTS}")
+    partial = [n for n, t in nodes.items() if layout.RANK_KEY.match(n) or not (isinstance(t, dict) and "rank" in t)]
+    if partial:
+        raise SimError(f"{path}: [nodes.{partial[0]}] changes a node, but the file has no base to change: {STARTS}")
 
 
 def _ranks(data: dict[str, Any], path: Path) -> dict[int, str]:

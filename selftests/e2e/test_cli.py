@@ -13,7 +13,7 @@ def test_no_inventory_stops_at_once_with_how_to_write_one(tmp_path):
     run = run_suite(tmp_path, "-m", "preflight", env={"GB10_CLUSTER": ""})
     assert run.rc == 4
     assert "gb10check: no cluster inventory (cluster.toml not found, from default)" in run.out
-    assert "cp fixtures/cluster.example.toml cluster.toml" in run.out and "pytest --sim" in run.out
+    assert "/fixtures/cluster.example.toml cluster.toml" in run.out and "gb10check all --sim" in run.out
     assert run.junit == {}
 
 

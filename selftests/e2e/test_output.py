@@ -59,3 +59,34 @@ def test_asking_for_pytest_s_own_sections_brings_them_back(tmp_path):
     assert run.rc == 1, run.out
     assert "= FAILURES =" in run.out and "short test summary info" in run.out
     assert "= failures =" in run.out  # the suite's own lines too
+
+
+def test_a_run_that_selects_nothing_leaves_the_last_reports(tmp_path):
+    first = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "test_user", timeout=300)
+    assert first.rc == 0, first.out
+    reports = tmp_path / "reports"
+    before = {p.name: p.read_bytes() for p in reports.iterdir() if p.is_file()}
+    assert {"junit.xml", "summary.json", "summary.md", "report.html"} <= set(before)
+    nothing = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "nosuch", timeout=300)
+    assert nothing.rc == 5, nothing.out
+    assert f"the reports in {reports} are the last run's, untouched" in nothing.out
+    assert {p.name: p.read_bytes() for p in reports.iterdir() if p.is_file()} == before
+
+
+def test_a_second_run_into_the_same_reports_folder_is_refused(tmp_path):
+    """Two runs writing one folder replaced each other's reports, the last to finish winning unsaid."""
+    import fcntl
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    with open(reports / ".gb10check-run.lock", "a+") as held:  # a run in progress holds it
+        held.write("pid 4242, started 2026-12-04 03:30:00: nightly\n")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        second = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "test_user", timeout=300)
+    assert second.rc == 4, second.out
+    assert f"another gb10check run writes its reports into {reports} (pid 4242" in second.out
+    assert "give this run its own --reports-dir" in second.out
+    assert not (reports / "summary.json").exists()
+    after = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "test_user", timeout=300)  # once it let go
+    assert after.rc == 0, after.out

@@ -57,7 +57,10 @@ def test_missing_file_says_how_to_write_one(tmp_path):
         load_inventory(tmp_path / "nope.toml", "--cluster")
     text = str(err.value)
     assert "nope.toml not found, from --cluster" in text
-    assert "cp fixtures/cluster.example.toml cluster.toml" in text and "pytest --sim" in text
+    # the example's absolute path in the clone, whatever the current folder; the sim as the README says it
+    example = Path(__file__).resolve().parents[2] / "fixtures" / "cluster.example.toml"
+    assert f"cp {example} cluster.toml" in text and example.is_file()
+    assert "gb10check all --sim" in text
 
 
 def test_minimal_inventory():

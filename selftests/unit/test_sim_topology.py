@@ -251,3 +251,19 @@ def test_every_pair_fault_loads_over_every_shape(base):
         scenario = load_scenario(f"{name}@{base}")
         assert scenario.topology == load_scenario(base).topology
         assert set(scenario.nodes) == set(load_scenario(base).nodes), name
+
+
+def test_a_scenario_without_a_base_says_how_to_start(tmp_path):
+    """A fault written as if over healthy, without `base =`, said "key 'nodes.thinkstationpgx-32.rank' is
+    required"; it says what a scenario starts from."""
+    from gb10check.errors import SimError
+    from sim.scenario import load_scenario
+
+    for table in ("rank1", "thinkstationpgx-32"):
+        path = tmp_path / f"{table}.toml"
+        path.write_text(f'description = "x"\n[nodes.{table}]\npowered_off = true\n')
+        with pytest.raises(SimError) as err:
+            load_scenario(str(path))
+        said = str(err.value)
+        assert f"[nodes.{table}] changes a node, but the file has no base" in said and 'base = "healthy"' in said
+        assert "topology = " in said
