@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,16 +117,17 @@ class Run:
     tail: str
 
 
-def timed(sim: SimCluster, cmd: list[str], cwd: Path, env: dict[str, str]) -> Run:
+def timed(sim: SimCluster, cmd: list[str], cwd: Path, env: dict[str, str], after: Callable[[], None]) -> Run:
     before, cluster_before = resource.getrusage(resource.RUSAGE_CHILDREN), cluster_cpu(sim)
     with netns.inside(sim.api_namespace):
         start = time.monotonic()
         proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800,
                               stdin=subprocess.DEVNULL)  # fmt: skip
         wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after()  # a multiplexed peer's masters: their sessions end (and are counted) only when they are closed
     time.sleep(0.3)  # the nodes' sshd reap the sessions that just closed
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    cpu = used.ru_utime - before.ru_utime + used.ru_stime - before.ru_stime
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     return Run(wall, cpu, cluster_cpu(sim) - cluster_before, proc.returncode, lines[-1] if lines else "")
 
@@ -172,9 +174,12 @@ def scenario(name: str, runs: int, multiplexed: bool, python: Path) -> None:
                 order = list(commands) if i % 2 == 0 else list(reversed(commands))
                 for what in order:
                     cmd, cwd = commands[what]
-                    results[what].append(timed(sim, cmd, cwd, env))
-                    if what == "peer, multiplexed":
-                        _close_masters(inventory, tmp / "ssh_config.mux")
+                    close = (
+                        (lambda: _close_masters(inventory, tmp / "ssh_config.mux"))
+                        if what == "peer, multiplexed"
+                        else (lambda: None)
+                    )
+                    results[what].append(timed(sim, cmd, cwd, env, close))
             load_after = _load()
         reads = sum(len(r) for r in peer_reads(inventory).values())
         print(f"{name}: {len(sim.nodes)} nodes, {reads} reads in all; load average {load_before} before, "
