@@ -65,12 +65,16 @@ def test_a_run_that_selects_nothing_leaves_the_last_reports(tmp_path):
     first = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "test_user", timeout=300)
     assert first.rc == 0, first.out
     reports = tmp_path / "reports"
-    before = {p.name: p.read_bytes() for p in reports.iterdir() if p.is_file()}
+
+    def kept() -> dict[str, bytes]:  # the reports (the run's lock file, .gb10check-run.lock, names each run)
+        return {p.name: p.read_bytes() for p in reports.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+    before = kept()
     assert {"junit.xml", "summary.json", "summary.md", "report.html"} <= set(before)
     nothing = run_suite(tmp_path, "--sim", "-m", "preflight", "-k", "nosuch", timeout=300)
     assert nothing.rc == 5, nothing.out
     assert f"the reports in {reports} are the last run's, untouched" in nothing.out
-    assert {p.name: p.read_bytes() for p in reports.iterdir() if p.is_file()} == before
+    assert kept() == before
 
 
 def test_a_second_run_into_the_same_reports_folder_is_refused(tmp_path):
