@@ -15,7 +15,6 @@ Aim (issue 18): at most 1.3x the floor.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -28,12 +27,14 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+import sim_bench  # noqa: E402  (benchmarks/, beside this script)
+
 from gb10check import bandwidth  # noqa: E402
 from gb10check.inventory import load_inventory  # noqa: E402
 from gb10check.node import ClusterNodes  # noqa: E402
 from gb10check.parallel import map_parallel  # noqa: E402
 from sim import netns  # noqa: E402
-from sim.cluster import SimCluster, why_not_available  # noqa: E402
+from sim.cluster import SimCluster  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
 
 AIM = 1.3
@@ -98,15 +99,10 @@ def scenario(name: str, runs: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sim", default="healthy-switch8", help="scenarios, comma-separated")
-    args = parser.parse_args()
-    reason = why_not_available()
-    if reason:
-        print(f"bench_matrix: {reason}", file=sys.stderr)
+    args = sim_bench.arguments(__doc__, runs=3, sim="healthy-switch8").parse_args()
+    if not sim_bench.can_run("bench_matrix"):
         return 2
-    print(f"{time.strftime('%Y-%m-%d')}: {os.cpu_count()} cores")
+    print(sim_bench.dated())
     for name in args.sim.split(","):
         PHASES.clear()
         scenario(name, args.runs)

@@ -24,7 +24,6 @@ Aim (issue 18): `gb10check preflight` at least 3x faster than the peer at 2 node
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -40,10 +39,12 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+import sim_bench  # noqa: E402  (benchmarks/, beside this script)
+
 from gb10check.inventory import Inventory, load_inventory  # noqa: E402
 from gb10check.probes import SNAPSHOT_READS, pings, probes_for, ssh_logins  # noqa: E402
 from sim import netns  # noqa: E402
-from sim.cluster import SimCluster, why_not_available  # noqa: E402
+from sim.cluster import SimCluster  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
 
 PEER_DIR = PROJECT / "benchmarks" / "peer_testinfra"
@@ -206,17 +207,13 @@ def scenario(name: str, runs: int, multiplexed: bool, python: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sim", default="healthy,healthy-switch8", help="scenarios, comma-separated")
+    parser = sim_bench.arguments(__doc__, runs=5, sim="healthy,healthy-switch8")
     parser.add_argument("--no-multiplexed", dest="multiplexed", action="store_false")
     args = parser.parse_args()
-    reason = why_not_available()
-    if reason:
-        print(f"bench_peer: {reason}", file=sys.stderr)
+    if not sim_bench.can_run("bench_peer"):
         return 2
     python = peer_python()
-    print(f"{time.strftime('%Y-%m-%d')}: {os.cpu_count()} cores; {args.runs} interleaved runs of each; {TESTINFRA}")
+    print(sim_bench.dated(f"{args.runs} interleaved runs of each; {TESTINFRA}"))
     for name in args.sim.split(","):
         scenario(name, args.runs, args.multiplexed, python)
     return 0
