@@ -153,8 +153,14 @@ def main() -> int:
     return 0
 
 
+def progress(line: str) -> None:
+    """Where a run of minutes is, on stderr (the figures go to stdout)."""
+    print(f"bench_sim: {line}", file=sys.stderr, flush=True)
+
+
 def scenario(name: str, runs: int, markers: list[str]) -> None:
     py = sys.executable
+    progress(f"{name}: measuring the floor (connects, each probe alone, the bare snapshot)")
     connect, slowest, which, cpu, bare = floor(name)
     the_floor = connect + slowest
     cores = os.cpu_count() or 1
@@ -174,7 +180,8 @@ def scenario(name: str, runs: int, markers: list[str]) -> None:
     )
     for marker in markers:
         rows = []
-        for _ in range(runs):
+        for i in range(runs):
+            progress(f"{name}: -m {marker}, run {i + 1} of {runs}")
             with tempfile.TemporaryDirectory() as tmp:
                 select = [] if marker == "all" else ["-m", marker]
                 run = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--sim={name}"]
