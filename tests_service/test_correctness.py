@@ -99,7 +99,7 @@ def _generated(api):
 def test_soak(api_node, request, api, cluster, inventory, evidence):
     minutes = request.config.stash[SETTINGS].soak_minutes
     if not minutes:
-        pytest.skip("not asked for: add --soak=MINUTES (e.g. --soak=20) for a steady load that long")
+        pytest.skip("no --soak=MINUTES given: add one (e.g. --soak=20) for a steady load that long")
     request.getfixturevalue("ready")
     n, why = _concurrency(cluster, inventory)
     stop = threading.Event()
