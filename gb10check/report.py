@@ -307,7 +307,13 @@ def claim(directory: Path) -> IO[str]:
     import sys
 
     path = directory / RUN_LOCK
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115  (held for the run's life)
+    try:  # never through a symlink planted there (as no report is written through one: atomic.py)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise ReportsUnwritable(
+            f"cannot hold {path} ({exc.strerror or type(exc).__name__}): a symlink or another file there? remove it"
+        ) from None
+    handle = os.fdopen(fd, "r+", encoding="utf-8")  # held for the run's life
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
