@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -122,7 +125,7 @@ class Summary:
                 r.verdict,
                 _each(m.what for m in r.evidence),
                 _each(m.expected for m in r.evidence),
-                _each(m.found for m in r.evidence) or _first_line(r.message),
+                _each(m.found for m in r.evidence) or first_line(r.message),
                 " ".join(f"[{h}]" for h in r.hints),
             ]
             lines.append(_cells(cells))
@@ -141,7 +144,7 @@ class Summary:
         lines = ["## What failed", ""]
         for row in failed:
             where = f" ({', '.join(row['nodes']) or row['node']})" if row["nodes"] or row["node"] else ""
-            lines.append(f"- **{row['verdict']}** `{row['check']}`{where}: {_first_line(row['message'], 600)}")
+            lines.append(f"- **{row['verdict']}** `{row['check']}`{where}: {first_line(row['message'], 600)}")
         lines += ["", "## What to do", ""]
         for hint in order:
             if hint in self.troubleshooting:
@@ -302,10 +305,6 @@ def claim(directory: Path) -> IO[str]:
     """This run's hold on its reports folder, kept open until the process ends (the kernel lets go of it
     then, killed or not). Two runs writing one folder would replace each other's reports, the last to
     finish winning without a word: the second is refused, naming the first."""
-    import fcntl
-    import os
-    import sys
-
     path = directory / RUN_LOCK
     try:  # never through a symlink planted there (as no report is written through one: atomic.py)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -356,7 +355,8 @@ def _each(values: Iterable[str]) -> str:
     return "<br>".join(values)
 
 
-def _first_line(text: str, cap: int = 200) -> str:
+def first_line(text: str, cap: int = 200) -> str:
+    """A message's first line, at most `cap` characters."""
     return text.strip().splitlines()[0][:cap] if text.strip() else ""
 
 
