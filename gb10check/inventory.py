@@ -262,8 +262,9 @@ class NcclTests(_Strict):
     # what runs the collective from rank 0, as the site runs it (mpirun -np 2 -H ... all_gather_perf);
     # gb10check adds -b SIZE -e SIZE -f 2 -g 1 with SIZE bounded by the nodes' MemAvailable
     command: str = Field(min_length=1)
-    # GB/s of bus bandwidth: NVIDIA's minimum for all_gather between two GB10 nodes (175 Gb/s)
-    min_busbw_gbs: float = Field(21.875, gt=0)
+    # GB/s of bus bandwidth; unset: NVIDIA's all_gather minimum for the topology (topology.nccl_busbw_floor:
+    # 21.875 direct or through a switch, 10 on a ring)
+    min_busbw_gbs: float | None = Field(None, gt=0)
     max_buffer_gib: float = Field(4.0, gt=0, le=64)  # never more (a 16 GiB buffer has frozen a node)
     timeout: float = Field(300.0, gt=0, le=3600)
 
@@ -430,6 +431,14 @@ class Inventory(_Strict):
     @property
     def size(self) -> int:
         return len(self.nodes)
+
+    def nccl_busbw_floor(self) -> tuple[float, str]:
+        """The nccl-tests bus bandwidth (GB/s) the collective must reach, and where it comes from:
+        [nccl_tests] min_busbw_gbs when set, else the topology's (topology.nccl_busbw_floor)."""
+        set_here = self.nccl_tests.min_busbw_gbs if self.nccl_tests else None
+        if set_here is not None:
+            return set_here, "[nccl_tests] min_busbw_gbs"
+        return topology.nccl_busbw_floor(self.topology, self.size)
 
     @property
     def api_node(self) -> Node:

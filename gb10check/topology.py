@@ -135,3 +135,25 @@ def rounds(pairs: Sequence[tuple[str, str]], order: Sequence[str]) -> list[list[
         out.append(this)
         left = [p for p in left if p not in this]
     return out
+
+
+# nccl-tests all_gather bus bandwidth (GB/s) that NVIDIA's cluster setup helper accepts, by topology:
+# 21.875 (175 Gb/s) on direct cables or through a switch, 10 (80 Gb/s) on a ring of three, whose
+# collectives cross a neighbour. NVIDIA publishes none for larger rings: they get the 3-ring's.
+NCCL_BUSBW_FLOOR_GBS = {"pair": 21.875, "switch": 21.875, "ring": 10.0}
+
+
+def nccl_busbw_floor(topology: str, size: int) -> tuple[float, str]:
+    """The all_gather bus bandwidth a healthy cluster of this shape reaches at least (GB/s), and
+    where the figure comes from, in words for the failure."""
+    if topology == "ring":
+        gbs = NCCL_BUSBW_FLOOR_GBS["ring"]
+        if size == RING_MIN:
+            return gbs, f"NVIDIA's all_gather minimum on a ring of 3, {gbs * 8:g} Gb/s"
+        return gbs, (
+            f"NVIDIA's all_gather minimum on a ring of 3, {gbs * 8:g} Gb/s: none is published for a ring of "
+            f"{size}; set [nccl_tests] min_busbw_gbs to your own"
+        )
+    gbs = NCCL_BUSBW_FLOOR_GBS["switch" if topology == "switch" else "pair"]
+    how = "through a switch" if topology == "switch" else "on direct cables"
+    return gbs, f"NVIDIA's all_gather minimum {how}, {gbs * 8:g} Gb/s"

@@ -161,7 +161,7 @@ class Node(_Spec):
     kernel_log: list[str] = []  # dmesg lines after the node's boot log ("[  123.456] ..." as dmesg prints them)
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
-    nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong
+    nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong, ranks
 
     @field_validator("login_env")
     @classmethod

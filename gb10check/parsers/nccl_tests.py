@@ -7,6 +7,12 @@
     # Avg bus bandwidth    : 41.6967
 
 (nccl-tests src/common.cu; all_gather has no redop/root columns; #wrong is N/A without validation).
+Before the table, one line per rank says where it runs, as nccl-tests printed it to v2.13 and since v2.17
+(src/common.cu, src/util.cu):
+
+    #   Rank  0 Pid  41337 on  spark-a device  0 [0x01] NVIDIA GB10
+    #  Rank  0 Group  0 Pid  41337 on  spark-a device  0 [000f:01:00] NVIDIA GB10
+
 The bus bandwidth is what NCCL's own documentation compares across collectives and node counts.
 """
 
@@ -18,8 +24,10 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.redact import redact
 
-_AVG = re.compile(r"^# Avg bus bandwidth\s*:\s*(?P<bw>[\d.]+)\s*$", re.MULTILINE)
+# `OK`/`FAILED` follow the figure when NCCL_TESTS_MIN_BW gave the run a bandwidth to check (src/common.cu)
+_AVG = re.compile(r"^# Avg bus bandwidth\s*:\s*(?P<bw>[\d.]+)(?:\s+(?:OK|FAILED))?\s*$", re.MULTILINE)
 _BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>\w+)", re.MULTILINE)
+_RANK = re.compile(r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device", re.M)
 _ROW = re.compile(r"^\s+(?P<size>\d+)\s+(?P<count>\d+)\s+\w+\s+.*$", re.MULTILINE)
 
 
@@ -36,6 +44,7 @@ class NcclTestResult:
     rows: tuple[Row, ...]
     avg_busbw: float  # GB/s
     out_of_bounds: int
+    hosts: tuple[str, ...] = ()  # the host of each rank, in rank order (empty: the output lists none)
 
     @property
     def peak_busbw(self) -> float:
@@ -70,4 +79,6 @@ def parse_nccl_test(text: str, what: str = "nccl-tests") -> NcclTestResult:
     if not rows:
         raise ParseError(what, "no result row", text)
     bounds = _BOUNDS.search(text)
-    return NcclTestResult(tuple(rows), float(avg["bw"]), int(bounds["n"]) if bounds else 0)
+    ranks = {int(m["rank"]): m["host"] for m in _RANK.finditer(text)}
+    hosts = tuple(ranks[r] for r in sorted(ranks))
+    return NcclTestResult(tuple(rows), float(avg["bw"]), int(bounds["n"]) if bounds else 0, hosts)
