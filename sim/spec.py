@@ -123,6 +123,18 @@ class RdmaPort(_Spec):
     bw_failure: Literal["retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-operation"] | None = None
 
 
+class Host(_Spec):
+    """nodes.<name>.host: what the node runs and boots from, as tests_preflight/test_skew.py compares it
+    across the nodes (the sim's defaults: DGX OS 7's kernel and Ubuntu release; the BIOS strings are the
+    sim's own, in SMBIOS's shape; the ConnectX firmware that the boot log's mlx5_core line names)."""
+
+    kernel: str = Field("6.17.0-1014-nvidia", pattern=r"^\S+$")  # /proc/sys/kernel/osrelease (uname -r)
+    os_release: str = "Ubuntu 24.04.3 LTS"  # /etc/os-release's PRETTY_NAME (its VERSION follows it)
+    bios_version: str = Field("2.1.0", min_length=1)  # /sys/class/dmi/id/bios_version
+    bios_date: str = Field("08/14/2025", pattern=r"^\d\d/\d\d/\d{4}$")  # /sys/class/dmi/id/bios_date
+    cx_firmware: str = Field("28.45.1020", pattern=r"^\d+\.\d+\.\d+$")  # every RDMA device's fw_ver
+
+
 class Node(_Spec):
     rank: int = Field(ge=0)
     hostname: str | None = None
@@ -162,6 +174,7 @@ class Node(_Spec):
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong
+    host: Host = Host()  # kernel, OS release, BIOS, ConnectX firmware (skew across the nodes)
 
     @field_validator("login_env")
     @classmethod

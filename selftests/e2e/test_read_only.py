@@ -52,6 +52,9 @@ READS = [
     re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
     rf"docker exec {C_LOCALE} {PATH} grep -Hs = {PATH} {PATH}",
     rf"docker logs --tail \d+ --timestamps {PATH}",
+    # skew across the nodes: the BIOS's two DMI files and every RDMA device's firmware (reviewed as written)
+    re.escape(probes.BIOS.command(None)),  # type: ignore[arg-type]
+    re.escape(probes.CX_FIRMWARE.command(None)),  # type: ignore[arg-type]
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(

@@ -1,0 +1,86 @@
+"""What the skew checks compare across the nodes: the kernel release, /etc/os-release, the BIOS's DMI
+strings and the ConnectX firmware, on captures and garbage (each a ParseError quoting the output)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gb10check.compare import odd_ones_out, shown
+from gb10check.errors import ParseError
+from gb10check.parsers.host_release import (
+    firmware_shown,
+    parse_bios,
+    parse_fw_versions,
+    parse_kernel_release,
+    parse_os_release,
+)
+
+
+def test_kernel_release_is_one_word(capture):
+    assert parse_kernel_release(capture("commands/proc_sys_kernel_osrelease.local_sandbox.txt")) == "6.18.44-fc-v1252"
+    assert parse_kernel_release("6.17.0-1014-nvidia\n") == "6.17.0-1014-nvidia"
+    with pytest.raises(ParseError, match="osrelease"):
+        parse_kernel_release("")
+
+
+def test_os_release_of_dgx_os_and_debian(capture):
+    ubuntu = parse_os_release(capture("commands/os_release.ubuntu_24.04.3.reconstructed.txt"))
+    assert ubuntu.shown == "Ubuntu 24.04.3 LTS"
+    assert (ubuntu.fields["VERSION_ID"], ubuntu.fields["VERSION_CODENAME"]) == ("24.04", "noble")
+    debian = parse_os_release(capture("commands/os_release.debian12.local_sandbox.txt"))
+    assert debian.shown == "Debian GNU/Linux 12 (bookworm)"
+
+
+def test_os_release_without_pretty_name_falls_back_to_name_and_version():
+    assert parse_os_release('# a comment\n\nNAME="Ubuntu"\nVERSION_ID=24.04\n').shown == "Ubuntu 24.04"
+    assert parse_os_release("ID=ubuntu\n").shown == "ubuntu"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "Segmentation fault\n", 'PRETTY_NAME="Ubuntu 24.04\n', "VERSION_ID=24.04\n"],
+)
+def test_os_release_garbage_is_a_parse_error(text):
+    with pytest.raises(ParseError, match="/etc/os-release"):
+        parse_os_release(text)
+
+
+def test_bios_version_keeps_the_vendor_string_inside(capture):
+    bios = parse_bios(capture("commands/dmi_id.bios_version_date.thinkpad_t520.reconstructed.txt"))
+    assert (bios.version, bios.date) == ("8AET46WW (1.26 )", "05/18/2011")
+    assert bios.shown == "8AET46WW (1.26 ) (05/18/2011)"
+
+
+@pytest.mark.parametrize("text", ["", "2.1.0\n", "2.1.0\n\n", "a\nb\nc\n"])
+def test_bios_needs_its_two_lines(text):
+    with pytest.raises(ParseError, match="bios_version and bios_date"):
+        parse_bios(text)
+
+
+def test_connectx_firmware_per_device(capture):
+    versions = parse_fw_versions(capture("commands/sysfs_infiniband.fw_ver.dgx_spark.grep_H.reconstructed.txt"))
+    assert versions == {
+        "roceP2p1s0f0": "28.45.4028",
+        "roceP2p1s0f1": "28.45.4028",
+        "rocep1s0f0": "28.45.4028",
+        "rocep1s0f1": "28.45.4028",
+    }
+    assert firmware_shown(versions) == "28.45.4028"
+    # two boards in one node that disagree: each device named
+    assert firmware_shown({"rocep1s0f0": "28.45.4028", "mlx5_4": "28.39.1002"}) == (
+        "mlx5_4 28.39.1002, rocep1s0f0 28.45.4028"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "28.45.4028\n", "grep: /sys/class/infiniband/*/fw_ver: No such file\n"])
+def test_connectx_firmware_garbage_is_a_parse_error(text):
+    with pytest.raises(ParseError, match="fw_ver"):
+        parse_fw_versions(text)
+
+
+def test_the_odd_node_is_named_in_the_table():
+    """A 4-node cluster with one BIOS behind: the table of values per node names it."""
+    values = {f"n{k}": "2.1.0 (08/14/2025)" for k in range(4)} | {"n2": "1.9.2 (05/02/2025)"}
+    odd = odd_ones_out(values, ["n0"])
+    assert odd == ["n2"]
+    assert shown(values, odd).endswith("n2: 1.9.2 (05/02/2025), n3: 2.1.0 (08/14/2025) (the odd one out: n2)")
