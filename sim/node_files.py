@@ -370,7 +370,11 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line"}))
+    state = merge(
+        state,
+        node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line", "nccl_library"}),
+    )
+    state["nccl_library"] = _nccl_library(node, scenario)
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
@@ -380,6 +384,18 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)
         _write_container_log(node, scenario, inventory, Path(state["log_file"]))
     return state
+
+
+def _nccl_library(node: SimNode, scenario: Scenario) -> dict[str, str]:
+    """The libnccl the node's container loads: its path, version (the deployment's NCCL, built for CUDA 13.0)
+    and the file's sha256 (a digest of path and version: the same file on every node unless a scenario says)."""
+    lib = node.spec.docker.nccl_library
+    version = lib.version or f"{scenario.model.deployment.nccl_version}+cuda13.0"
+    return {
+        "path": lib.path,
+        "version": version,
+        "sha256": lib.sha256 or deploy.digest(f"libnccl-{lib.path}-{version}"),
+    }
 
 
 def _write_container_log(node: SimNode, scenario: Scenario, inventory: inv.Inventory, path: Path) -> None:

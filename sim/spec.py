@@ -73,6 +73,16 @@ class LongLine(_Spec):
     chars: int = Field(gt=0, le=100_000_000)
 
 
+class NcclLibrary(_Spec):
+    """docker.nccl_library: the libnccl the container loads (default: torch's wheel, the deployment's NCCL
+    version); its hash is the file's, here a digest of path and version unless given (another path or
+    version: another binary)."""
+
+    path: str = Field("/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2", pattern=r"^/\S+$")
+    version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+\S*$")  # default: [deployment] nccl_version
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
     compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
@@ -85,6 +95,7 @@ class Docker(_Spec):
     log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
     log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
+    nccl_library: NcclLibrary = NcclLibrary()  # the libnccl the container loads (skew across the nodes)
 
 
 class Ufw(_Spec):

@@ -14,6 +14,7 @@ from gb10check.parsers.host_release import (
     parse_kernel_release,
     parse_os_release,
 )
+from gb10check.parsers.nccl_library import SCRIPT, parse_nccl_library
 
 
 def test_kernel_release_is_one_word(capture):
@@ -84,3 +85,44 @@ def test_the_odd_node_is_named_in_the_table():
     odd = odd_ones_out(values, ["n0"])
     assert odd == ["n2"]
     assert shown(values, odd).endswith("n2: 1.9.2 (05/02/2025), n3: 2.1.0 (08/14/2025) (the odd one out: n2)")
+
+
+def test_nccl_library_found_where_torch_looks(capture):
+    lib = parse_nccl_library(capture("commands/nccl_library.torch_wheel.generated.txt"))
+    assert lib is not None
+    assert (lib.how, lib.version) == ("torch", "2.28.9+cuda13.0")
+    assert lib.path == "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
+    assert lib.compared == "2.28.9+cuda13.0, sha256 255132248ccb929c"
+    assert lib.shown.endswith(f"{lib.path} (torch's wheel)")
+
+
+def test_one_nccl_version_two_builds_compare_apart(capture):
+    """vLLM #42354: a pip-bundled and a system NCCL both say 2.28.9; the hash tells them apart."""
+    wheel = parse_nccl_library(capture("commands/nccl_library.torch_wheel.generated.txt"))
+    loaded = parse_nccl_library(capture("commands/nccl_library.loaded_other_build.generated.txt"))
+    assert wheel is not None and loaded is not None
+    assert loaded.how == "loaded" and loaded.version == wheel.version
+    assert loaded.compared != wheel.compared
+
+
+def test_no_nccl_in_the_container_is_none_and_garbage_is_an_error(capture):
+    assert parse_nccl_library(capture("commands/nccl_library.none.generated.txt")) is None
+    head = "gb10check-nccl torch /x/libnccl.so.2\n"
+    digest = "0" * 64
+    assert parse_nccl_library(f"{head}{digest}  /x/libnccl.so.2\n").version is None  # no version string in it
+    for text in (
+        "",
+        "sh: 1: grep: not found\n",
+        f"{head}{digest}  /other/libnccl.so.2\n",  # sha256sum of another file
+        f"{head}{digest}  /x/libnccl.so.2\nNCCL INFO something\n",
+        f"{head}sha256sum: /x/libnccl.so.2: Permission denied\n",
+    ):
+        with pytest.raises(ParseError, match="NCCL library"):
+            parse_nccl_library(text)
+
+
+def test_the_script_is_plain_sh_reading_only():
+    """What runs in the container: no write, no redirection into a file, bounded by docker_run_timeout."""
+    assert ">" not in SCRIPT.replace("2>/dev/null", "")
+    for word in ("rm ", "mv ", "cp ", "tee ", "chmod", "touch", "dd "):
+        assert word not in SCRIPT
