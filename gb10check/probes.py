@@ -29,6 +29,14 @@ from gb10check.parsers.docker import (
 )
 from gb10check.parsers.framed import FileRead, framed_files_command, parse_framed_files, parse_word
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
+from gb10check.parsers.host_release import (
+    Bios,
+    OsRelease,
+    parse_bios,
+    parse_fw_versions,
+    parse_kernel_release,
+    parse_os_release,
+)
 from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
 from gb10check.parsers.iproute import Netdev, Route, parse_ip_addr, parse_ip_route
 from gb10check.parsers.kernel_log import KernelLog, parse_kernel_log
@@ -305,6 +313,14 @@ HF_INDEX: Read[int] = Read(
     parse_index_total_size,
 )
 
+# -- what every node must run alike (tests_preflight/test_skew.py): cheap reads, no root -------------
+KERNEL_RELEASE: Read[str] = Read("kernel_release", _always("cat /proc/sys/kernel/osrelease"), parse_kernel_release)
+OS_RELEASE: Read[OsRelease] = Read("os_release", _always("cat /etc/os-release"), parse_os_release)
+BIOS: Read[Bios] = Read("bios", _always("cat /sys/class/dmi/id/bios_version /sys/class/dmi/id/bios_date"), parse_bios)
+CX_FIRMWARE: Read[dict[str, str]] = Read(
+    "cx_firmware", _always("grep -H . /sys/class/infiniband/*/fw_ver"), parse_fw_versions
+)
+
 SNAPSHOT_READS: tuple[Read[object], ...] = (
     PROC_DRIVER_VERSION,
     MODULE_VERSION,
@@ -340,6 +356,11 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HF_REVISION,
     HF_CONFIG,
     HF_INDEX,
+    # skew across the nodes
+    KERNEL_RELEASE,
+    OS_RELEASE,
+    BIOS,
+    CX_FIRMWARE,
 )
 
 

@@ -27,6 +27,8 @@ ENGINE_STATE = ("engine-stuck",)
 FOLLOWS = {
     "gpu-not-in-container": ("driver-version-mismatch", "driver-reboot-pending", "docker-daemon-down"),
     "driver-reboot-pending": ("driver-version-mismatch",),
+    # a node whose old module is still loaded differs from the others because of it
+    "driver-differs": ("driver-version-mismatch", "driver-reboot-pending"),
 }
 
 

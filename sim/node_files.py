@@ -37,6 +37,7 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory: inv.Inventory
     ports = _rdma_ports(node, scenario)
     _write_stubs(node, ports, scenario, inventory)
     _write_fake_sys(node, ports)
+    _write_host_release(node, ports)
     _write_deployment(node, scenario, inventory, cluster_dir)
     _write_sshd(node, cluster_dir)
     _write_boot(node)
@@ -151,6 +152,9 @@ BOOT_LOG = (
 )
 
 
+BOOT_KERNEL = "6.17.0-1014-nvidia"  # the boot log's kernel: the node's own (nodes.<name>.host.kernel) replaces it
+
+
 def pci_address(netdev: str) -> str:
     """The PCI address a predictable netdev name encodes: enP2p1s0f0np0 -> 0002:01:00.0."""
     m = re.match(r"en(?:P(?P<domain>\d+))?p(?P<bus>\d+)s(?P<slot>\d+)f(?P<fn>\d+)", netdev)
@@ -162,10 +166,10 @@ def pci_address(netdev: str) -> str:
 def _kernel_log(node: SimNode, ports: list[dict[str, Any]]) -> list[str]:
     """The node's dmesg: its boot, each ConnectX port's probe, `Link up` for the cabled ports that came
     up, then the scenario's own lines."""
-    lines = list(BOOT_LOG)
+    lines = [line.replace(BOOT_KERNEL, node.spec.host.kernel) for line in BOOT_LOG]
     for i, port in enumerate(ports):
         pci = pci_address(port["netdev"])
-        lines.append(f"[    {6 + i * 0.2:.6f}] mlx5_core {pci}: firmware version: 28.45.1020")
+        lines.append(f"[    {6 + i * 0.2:.6f}] mlx5_core {pci}: firmware version: {node.spec.host.cx_firmware}")
     for i, port in enumerate(p for p in ports if p["addresses"] and not p["down"]):
         lines.append(f"[   {12 + i * 0.3:.6f}] mlx5_core {pci_address(port['netdev'])} {port['netdev']}: Link up")
     return lines + list(node.spec.kernel_log)
@@ -194,6 +198,42 @@ def _write_fake_sys(node: SimNode, ports: list[dict[str, str]]) -> None:
     else:
         (d / "proc_driver").mkdir()
     (d / "meminfo").write_text("".join(f"{k + ':':<16}{v:>8} kB\n" for k, v in node.spec.meminfo_kb().items()))
+
+
+# Ubuntu 24.04's /etc/os-release (base-files 13ubuntu10), its point release the node's own
+OS_RELEASE = """PRETTY_NAME="{pretty}"
+NAME="Ubuntu"
+VERSION_ID="{version_id}"
+VERSION="{version} (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=noble
+LOGO=ubuntu-logo
+"""
+
+
+def _write_host_release(node: SimNode, ports: list[dict[str, Any]]) -> None:
+    """What the node runs and boots from (nodes.<name>.host): the kernel release the boot script mounts over
+    /proc/sys/kernel/osrelease, /etc/os-release in its own /etc (a scenario's etc_files may replace it), the
+    BIOS's DMI files and every RDMA device's fw_ver in its fake /sys (each file as the kernel prints it)."""
+    d, host = node.dir, node.spec.host
+    (d / "osrelease").write_text(host.kernel + "\n")
+    version = host.os_release.removeprefix("Ubuntu ")
+    version_id = ".".join(version.split()[0].split(".")[:2]) if version.strip() else ""
+    deploy.place(d / "fs", "/etc/os-release").write_text(
+        OS_RELEASE.format(pretty=host.os_release, version=version, version_id=version_id)
+    )
+    dmi = d / "sys" / "class" / "dmi" / "id"
+    dmi.mkdir(parents=True)
+    (dmi / "bios_version").write_text(host.bios_version + "\n")
+    (dmi / "bios_date").write_text(host.bios_date + "\n")
+    for port in ports:
+        (d / "sys" / "class" / "infiniband" / port["rdma_device"] / "fw_ver").write_text(host.cx_firmware + "\n")
 
 
 # mlx5 when the port has no carrier: DOWN, Disabled, and its 4X QDR placeholder rate
@@ -292,6 +332,7 @@ mount --rbind {d}/realsys/fs /sys/fs
 mount -t tmpfs -o mode=755 gb10sim-driver /proc/driver
 cp -a {d}/proc_driver/. /proc/driver/
 mount --bind {d}/meminfo /proc/meminfo
+mount --bind {d}/osrelease /proc/sys/kernel/osrelease
 mount --bind {d}/bin /usr/local/bin
 mkdir -p {d}/etc-work
 mount -t overlay gb10sim-etc -o lowerdir=/etc,upperdir={d}/fs/etc,workdir={d}/etc-work /etc
@@ -329,7 +370,11 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         "cgroup_driver": "systemd",
         "cgroup_version": "2",
     }
-    state = merge(state, node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line"}))
+    state = merge(
+        state,
+        node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line", "nccl_library"}),
+    )
+    state["nccl_library"] = _nccl_library(node, scenario)
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
@@ -339,6 +384,18 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)
         _write_container_log(node, scenario, inventory, Path(state["log_file"]))
     return state
+
+
+def _nccl_library(node: SimNode, scenario: Scenario) -> dict[str, str]:
+    """The libnccl the node's container loads: its path, version (the deployment's NCCL, built for CUDA 13.0)
+    and the file's sha256 (a digest of path and version: the same file on every node unless a scenario says)."""
+    lib = node.spec.docker.nccl_library
+    version = lib.version or f"{scenario.model.deployment.nccl_version}+cuda13.0"
+    return {
+        "path": lib.path,
+        "version": version,
+        "sha256": lib.sha256 or deploy.digest(f"libnccl-{lib.path}-{version}"),
+    }
 
 
 def _write_container_log(node: SimNode, scenario: Scenario, inventory: inv.Inventory, path: Path) -> None:

@@ -73,6 +73,16 @@ class LongLine(_Spec):
     chars: int = Field(gt=0, le=100_000_000)
 
 
+class NcclLibrary(_Spec):
+    """docker.nccl_library: the libnccl the container loads (default: torch's wheel, the deployment's NCCL
+    version); its hash is the file's, here a digest of path and version unless given (another path or
+    version: another binary)."""
+
+    path: str = Field("/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2", pattern=r"^/\S+$")
+    version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+\S*$")  # default: [deployment] nccl_version
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
     compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
@@ -85,6 +95,7 @@ class Docker(_Spec):
     log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
     log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
+    nccl_library: NcclLibrary = NcclLibrary()  # the libnccl the container loads (skew across the nodes)
 
 
 class Ufw(_Spec):
@@ -121,6 +132,18 @@ class RdmaPort(_Spec):
     bw_to: dict[str, float] = {}
     # the run fails with completion errors instead, of this status (12, 13, 10, 11 in libibverbs' numbers)
     bw_failure: Literal["retry-exceeded", "rnr-retry-exceeded", "remote-access", "remote-operation"] | None = None
+
+
+class Host(_Spec):
+    """nodes.<name>.host: what the node runs and boots from, as tests_preflight/test_skew.py compares it
+    across the nodes (the sim's defaults: DGX OS 7's kernel and Ubuntu release; the BIOS strings are the
+    sim's own, in SMBIOS's shape; the ConnectX firmware that the boot log's mlx5_core line names)."""
+
+    kernel: str = Field("6.17.0-1014-nvidia", pattern=r"^\S+$")  # /proc/sys/kernel/osrelease (uname -r)
+    os_release: str = "Ubuntu 24.04.3 LTS"  # /etc/os-release's PRETTY_NAME (its VERSION follows it)
+    bios_version: str = Field("2.1.0", min_length=1)  # /sys/class/dmi/id/bios_version
+    bios_date: str = Field("08/14/2025", pattern=r"^\d\d/\d\d/\d{4}$")  # /sys/class/dmi/id/bios_date
+    cx_firmware: str = Field("28.45.1020", pattern=r"^\d+\.\d+\.\d+$")  # every RDMA device's fw_ver
 
 
 class Node(_Spec):
@@ -162,6 +185,7 @@ class Node(_Spec):
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong, ranks
+    host: Host = Host()  # kernel, OS release, BIOS, ConnectX firmware (skew across the nodes)
 
     @field_validator("login_env")
     @classmethod

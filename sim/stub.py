@@ -244,6 +244,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         entrypoint = words[words.index("--entrypoint") + 1] if "--entrypoint" in words else None
         if entrypoint == "grep":
             return _grep(d.get("image_files", {}), words[words.index(ref) + 1 :])
+        if entrypoint == "sh" and NCCL_MARK in " ".join(words):
+            return _nccl_library(d, running=False)
         return _gpu_list(state)
     if words[:1] == ["logs"]:
         return _logs(d, args[1:])
@@ -256,8 +258,21 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return "", f"Error response from daemon: container {words[1]} is not running\n", 1
         if words[2:3] == ["grep"]:
             return _grep(d.get("image_files", {}), words[3:])
+        if words[2:3] == ["sh"] and NCCL_MARK in " ".join(words):
+            return _nccl_library(d, running=True)
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+NCCL_MARK = "gb10check-nccl"  # gb10check/parsers/nccl_library.py's script, as that script prints it
+
+
+def _nccl_library(d: dict[str, Any], running: bool) -> tuple[str, str, int]:
+    """What the suite's NCCL-library script prints in the container: the libnccl a running vLLM has mapped,
+    else where torch finds it (its wheel) or the system's (ldconfig); sha256sum's line; NCCL's version string."""
+    lib = d["nccl_library"]
+    how = "loaded" if running else "torch" if "/nvidia/nccl/lib/" in lib["path"] else "ldconfig"
+    return f"{NCCL_MARK} {how} {lib['path']}\n{lib['sha256']}  {lib['path']}\nNCCL version {lib['version']}\n", "", 0
 
 
 def _without_options(words: list[str], takes_value: tuple[str, ...]) -> list[str]:

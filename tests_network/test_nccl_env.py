@@ -10,13 +10,12 @@ import shlex
 import pytest
 
 from gb10check import probes
-from gb10check.errors import CommandTimeout, GB10Error, clip
-from gb10check.facts import container, vllm_run
+from gb10check.errors import GB10Error
+from gb10check.facts import vllm_run
+from gb10check.in_container import read_in_containers
 from gb10check.nccl import ib_hca_selects, socket_ifname_matches
-from gb10check.parallel import map_parallel
 from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
 from gb10check.probes import NCCL_CONF
-from gb10check.transport import DOCKER_C_LOCALE
 
 pytestmark = pytest.mark.network
 
@@ -112,51 +111,28 @@ def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
     )
 
 
-def _container_conf_command(deployment, environment, running):
+def _conf_files(snap, node, deployment):
     """NCCL's files inside the container, in the order NCCL reads them (grep -H: path:line; -s: a
     missing file is no error message), read where vLLM's NCCL reads them."""
+    environment = vllm_run(snap, deployment, node.spec.rank).environment
     user_file = environment.get("NCCL_CONF_FILE") or "/root/.nccl.conf"
-    files = f"{shlex.quote(user_file)} {NCCL_CONF}"
-    if running:
-        return f"docker exec {DOCKER_C_LOCALE} {shlex.quote(deployment.container)} grep -Hs = {files}"
-    return (
-        f"docker run --rm --pull never --network none {DOCKER_C_LOCALE} --entrypoint grep "
-        f"{shlex.quote(deployment.image)} -Hs = {files}"
-    )
+    return f"-Hs = {shlex.quote(user_file)} {NCCL_CONF}"
 
 
 @pytest.fixture(scope="session")
 def container_nccl_conf(cluster, inventory, deployment):
     """Per node: the NCCL config files the container sees (docker exec into the running container,
     else a throwaway run of the image: never a pull), all nodes in parallel, each bounded."""
-
-    def one(name):
-        node = cluster[name]
-        try:
-            snap = node.snapshot()
-            env = vllm_run(snap, deployment, node.spec.rank).environment
-            c = container(snap)
-            running = c is not None and c.running
-            if not running and snap.fact(probes.IMAGE) is None:
-                return name, GB10Error(
-                    f"{name}: the image {deployment.image} is not on this node: its NCCL config cannot be read",
-                    hint_ids=("image-missing",),
-                )
-            command = _container_conf_command(deployment, env, running)
-            res = node.run(command, inventory.thresholds.docker_run_timeout)
-            where = f"`{command}` on {name}"
-            if res.timed_out:
-                return name, CommandTimeout(f"{where} timed out after {res.duration:.0f} s")
-            if res.rc not in (0, 1, 2) or res.stderr.strip():  # grep: 1 nothing set, 2 a file missing (-s: silent)
-                return name, GB10Error(
-                    f"{where}: exit {res.rc}: {clip(res.stderr.strip(), 300)}", hint_ids=("unexpected-output",)
-                )
-            return name, parse_conf_lines(res.stdout, where)
-        except GB10Error as exc:
-            return name, exc
-
-    cluster.gather()
-    return dict(map_parallel(one, cluster.nodes, name="gb10check-nccl-conf"))
+    return read_in_containers(
+        cluster,
+        inventory,
+        deployment,
+        what="its NCCL config",
+        program="grep",
+        args=lambda snap, node: _conf_files(snap, node, deployment),
+        accept_rc=(0, 1, 2),  # grep: 1 nothing set, 2 a file missing (-s: silent)
+        parse=parse_conf_lines,
+    )
 
 
 QUIET = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")  # settings that change what NCCL says, not does

@@ -49,6 +49,8 @@ def test_image_layers_identical(cluster, inventory, deployment, evidence):
     for spec in inventory.nodes:
         image = cluster.snapshot(spec.name).fact(probes.IMAGE)
         layers[spec.name] = image.layers if image else None
+        # each node's, pass or fail (the table when all agree); its image ID shown, never compared
+        evidence.fact(spec.name, _layers(layers[spec.name]) + (f", image ID {image.id[:19]}" if image else ""))
     missing = [name for name, value in layers.items() if value is None]
     keys = {name: tuple(value) if value is not None else None for name, value in layers.items()}
     odd = sorted(set(odd_ones_out(keys, [inventory.api_node.name])) | set(missing))
@@ -58,7 +60,10 @@ def test_image_layers_identical(cluster, inventory, deployment, evidence):
         what=f"RootFS layers of {deployment.image}",
         expected="the same on every node" + (f" ({len(common)} layers)" if common else ""),
         found=shown({name: _layers(value) for name, value in layers.items()}, odd),
+        detail="the image ID and digest may differ between nodes for one image (docker load, containerd's "
+        "snapshotter): the RootFS layers are what is compared",
         hints=("image-missing",) if missing else (),
+        context={"node": odd[0]} if odd else None,
     )
 
 

@@ -46,6 +46,8 @@ def test_weights_present(node, model, deployment, evidence):
 @pytest.mark.hints("weights-differ")
 def test_weights_identical(cluster, inventory, model, evidence):
     seen = {n.name: _files(cluster.snapshot(n.name)) for n in inventory.nodes}
+    for name, (rev, files) in seen.items():  # each node's, pass or fail (the table when all agree)
+        evidence.fact(name, f"revision {rev[:12]}, {len(files)} files, {sum(f.size for f in files.values())} bytes")
     ref_name = inventory.api_node.name
     ref_rev, ref_files = seen[ref_name]
     ref = {name: f.size for name, f in ref_files.items()}

@@ -11,11 +11,13 @@ sent by such a run (selftests/e2e/test_service.py proves it is sent only with th
 from __future__ import annotations
 
 import re
+import shlex
 from types import SimpleNamespace
 
 import pytest
 
 from gb10check import bandwidth, probes
+from gb10check.parsers import nccl_library
 from gb10check.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
 
@@ -52,6 +54,11 @@ READS = [
     re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
     rf"docker exec {C_LOCALE} {PATH} grep -Hs = {PATH} {PATH}",
     rf"docker logs --tail \d+ --timestamps {PATH}",
+    # skew across the nodes: the BIOS's two DMI files and every RDMA device's firmware (reviewed as written)
+    re.escape(probes.BIOS.command(None)),  # type: ignore[arg-type]
+    re.escape(probes.CX_FIRMWARE.command(None)),  # type: ignore[arg-type]
+    # the NCCL library the running container loads: /proc/*/maps, ldconfig -p, sha256sum, grep (reviewed as written)
+    rf"docker exec {C_LOCALE} {PATH} sh -c " + re.escape(shlex.quote(nccl_library.SCRIPT)),
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(
@@ -63,6 +70,9 @@ DOCUMENTED = [
     rf"docker run --rm --pull never --network none --gpus all {C_LOCALE} --entrypoint nvidia-smi {PATH}(:{PATH})? -L",
     # NCCL's config files in the image, when its container does not run: the same kind of throwaway container
     rf"docker run --rm --pull never --network none {C_LOCALE} --entrypoint grep {PATH}(:{PATH})? -Hs = {PATH} {PATH}",
+    # the NCCL library of the image, when its container does not run: the same kind of throwaway container
+    rf"docker run --rm --pull never --network none {C_LOCALE} --entrypoint sh {PATH}(:{PATH})? -c "
+    + re.escape(shlex.quote(nccl_library.SCRIPT)),
 ]
 
 
