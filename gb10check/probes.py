@@ -35,6 +35,7 @@ from gb10check.parsers.kernel_log import KernelLog, parse_kernel_log
 from gb10check.parsers.logind import parse_linger
 from gb10check.parsers.meminfo import MemInfo, parse_meminfo
 from gb10check.parsers.nccl_conf import NcclSetting, parse_conf_lines
+from gb10check.parsers.neigh import Neighbour, parse_ip_neigh
 from gb10check.parsers.nvidia import (
     KernelModule,
     NvidiaSmiResult,
@@ -305,6 +306,24 @@ HF_INDEX: Read[int] = Read(
     parse_index_total_size,
 )
 
+# -- the wire (the cabling, proven): who answers each peer's address on each rail -------------------
+
+
+def _neighbours_command(w: Where) -> str | None:
+    """One ARP (a one-packet ping) per peer address, out of the netdev of the rail they share, all at
+    once; then the neighbour tables: which MAC answered for which address on which netdev."""
+    asks = [
+        (mine.netdev, other.ip) for rail, mine in w.inventory.members_of(w.node.name) for other in rail.members
+        if other.node != w.node.name
+    ]  # fmt: skip
+    if not asks:
+        return None
+    pings = "".join(f"ping -n -c 1 -W 1 -I {q(netdev)} {q(ip)} >/dev/null 2>&1 & " for netdev, ip in asks)
+    return f"{pings}wait; ip -j neigh show"
+
+
+NEIGHBOURS: Read[tuple[Neighbour, ...]] = Read("neighbours", _neighbours_command, parse_ip_neigh)
+
 SNAPSHOT_READS: tuple[Read[object], ...] = (
     PROC_DRIVER_VERSION,
     MODULE_VERSION,
@@ -340,6 +359,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HF_REVISION,
     HF_CONFIG,
     HF_INDEX,
+    NEIGHBOURS,
 )
 
 

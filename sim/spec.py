@@ -162,6 +162,16 @@ class Node(_Spec):
     etc_files: dict[str, str] = {}  # path under /etc -> text: files of the node's own /etc (nccl.conf, logind)
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong
+    # netdev pairs that trade places on the wire (the node's ends of two cables, or two switch ports,
+    # swapped): each keeps its name and address, the other's cable or bridge plugs into it
+    crossed: list[tuple[str, str]] = []
+
+    def placed(self, netdev: str) -> str:
+        """The netdev that sits where `netdev`'s cable or switch port is wired (itself unless crossed)."""
+        for a, b in self.crossed:
+            if netdev in (a, b):
+                return b if netdev == a else a
+        return netdev
 
     @field_validator("login_env")
     @classmethod
@@ -343,6 +353,14 @@ class Scenario(_Spec):
                 strays = sorted(set(getattr(node, key)) - set(mine))
                 if strays:
                     raise ValueError(f"nodes.{name}.{key} names {strays}, which no link of {name} has: {sorted(mine)}")
+            crossed = [netdev for pair in node.crossed for netdev in pair]
+            strays = sorted(set(crossed) - set(mine) - unused)
+            twice = sorted({n for n in crossed if crossed.count(n) > 1})
+            if strays or twice:
+                raise ValueError(
+                    f"nodes.{name}.crossed names {strays or twice}, which no link or unused port of {name} has "
+                    f"or another pair already crosses: each pair two of {sorted(set(mine) | unused)}"
+                )
             omitted = sorted(set(node.netplan.omit) - set(mine))
             if omitted:
                 raise ValueError(

@@ -8,6 +8,7 @@ from gb10check.errors import ParseError
 from gb10check.nccl import socket_ifname_matches
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
+from gb10check.parsers.neigh import answer_for, parse_ip_neigh
 from gb10check.parsers.netplan import link_local_ipv4
 from gb10check.parsers.ping import parse_ping
 from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
@@ -178,3 +179,31 @@ def test_ping_summaries():
 def test_socket_ifname_as_nccl_reads_it(value, selected):
     netdevs = ["lo", "enP7s7", "enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0"]
     assert socket_ifname_matches(value, netdevs) == selected
+
+
+# -- the wire: who answered (issue 19, check 1) ----------------------------------------------------
+def test_neighbour_table_names_who_answered_and_who_did_not(capture):
+    table = parse_ip_neigh(capture("commands/ip_j_neigh.reachable_and_failed.iproute2-6.1.0.local_sandbox.json"))
+    answered, silent = answer_for(table, "10.20.0.2", "eth1"), answer_for(table, "10.20.0.9", "eth1")
+    assert answered is not None and (answered.mac, answered.states, answered.answered) == (
+        "7e:41:67:d4:e7:af",
+        ("REACHABLE",),
+        True,
+    )
+    assert silent is not None and (silent.mac, silent.answered) == (None, False)
+    assert answer_for(table, "10.20.0.2", "eth0") is None  # asked on another netdev: not this wire's answer
+    assert parse_ip_neigh("[]") == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("", "not JSON"), ('{"dst": "x"}', "expected a JSON list"), ('[{"dev": "eth1"}]', "an entry without")],
+)
+def test_neighbour_table_refuses_what_is_not_one(text, said):
+    with pytest.raises(ParseError, match=said):
+        parse_ip_neigh(text)
+
+
+def test_each_netdev_reports_its_mac(capture):
+    netdevs = parse_ip_addr(capture("commands/ip_j_addr.dgx_spark_cx7.reconstructed.json"))
+    assert netdevs["enp1s0f1np1"].mac == "4c:bb:47:2f:91:13"

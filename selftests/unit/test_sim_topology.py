@@ -267,3 +267,25 @@ def test_a_scenario_without_a_base_says_how_to_start(tmp_path):
         said = str(err.value)
         assert f"[nodes.{table}] changes a node, but the file has no base" in said and 'base = "healthy"' in said
         assert "topology = " in said
+
+
+# -- crossed wires (issue 19, check 1) -------------------------------------------------------------
+def test_crossed_netdevs_trade_places_on_the_wire():
+    """nodes.<name>.crossed: each netdev of a pair sits where the other's cable or switch port is wired,
+    keeping its own name and address; the others stay where they are."""
+    node = load_scenario("cable-halves-crossed").nodes[layout.node_name(1)]
+    assert [node.placed(n) for n in ("enp1s0f0np0", "enP2p1s0f0np0", "enP7s7")] == [
+        "enP2p1s0f0np0",
+        "enp1s0f0np0",
+        "enP7s7",
+    ]
+
+
+@pytest.mark.parametrize(
+    "crossed",
+    ['[["enp1s0f0np0", "enp9s9"]]', '[["enp1s0f0np0", "enP2p1s0f0np0"], ["enp1s0f0np0", "enp1s0f1np1"]]'],
+)
+def test_a_crossing_names_two_ports_the_node_has_once(tmp_path, crossed):
+    path = _scenario(tmp_path, f'base = "healthy-switch4"\n[nodes.rank1]\ncrossed = {crossed}\n')
+    with pytest.raises(SimError, match="crossed names"):
+        load_scenario(str(path))
