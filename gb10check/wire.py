@@ -95,3 +95,18 @@ def what_to_move(cluster: ClusterNodes, found: Answer) -> str:
         f"that cable (or switch port) to {theirs.node}'s {theirs.netdev}"
         + (" (a ring: rank k's port 0 to rank k+1's port 1)" if cluster.inventory.topology == "ring" else "")
     )
+
+
+def misplaced(cluster: ClusterNodes, rail: inv.Rail) -> str | None:
+    """On a rail of more than two members (a switch), the one node in every pair whose answers are wrong:
+    the node on another port or bridge (each pair alone cannot tell which of its two it is). None when
+    no single node explains them, or on a cable (two members: either end may be the one to move)."""
+    if len(rail.members) <= 2:
+        return None
+    members = list(rail.members)
+    bad = [
+        {a.node, b.node} for i, a in enumerate(members) for b in members[i + 1 :]
+        if answered_wrong(cluster, a, b) or answered_wrong(cluster, b, a)
+    ]  # fmt: skip
+    common = set.intersection(*bad) if bad else set()
+    return common.pop() if len(common) == 1 else None
