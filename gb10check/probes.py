@@ -311,15 +311,27 @@ HF_INDEX: Read[int] = Read(
 
 def _neighbours_command(w: Where) -> str | None:
     """One ARP (a one-packet ping) per peer address, out of the netdev of the rail they share, all at
-    once; then the neighbour tables: which MAC answered for which address on which netdev."""
+    once; when the peer does not answer, the same out of that netdev for every address of every other
+    node (whoever the cable really reaches answers for its own); then the neighbour tables: which MAC
+    answered for which address on which netdev."""
     asks = [
-        (mine.netdev, other.ip) for rail, mine in w.inventory.members_of(w.node.name) for other in rail.members
+        (mine.netdev, other) for rail, mine in w.inventory.members_of(w.node.name) for other in rail.members
         if other.node != w.node.name
     ]  # fmt: skip
     if not asks:
         return None
-    pings = "".join(f"ping -n -c 1 -W 1 -I {q(netdev)} {q(ip)} >/dev/null 2>&1 & " for netdev, ip in asks)
-    return f"{pings}wait; ip -j neigh show"
+    every = [(m.node, m.ip) for rail in w.inventory.rails for m in rail.members if m.node != w.node.name]
+    parts = []
+    for netdev, peer in asks:
+        ask = f"ping -n -c 1 -W 1 -I {q(netdev)} {q(peer.ip)} >/dev/null 2>&1"
+        others = " ".join(q(ip) for node, ip in dict.fromkeys(every) if node != peer.node)
+        if others:
+            ask = (
+                f'{{ {ask} || for a in {others}; do ping -n -c 1 -W 1 -I {q(netdev)} "$a" >/dev/null 2>&1 & '
+                "done; wait; }"
+            )
+        parts.append(f"{ask} & ")
+    return "".join(parts) + "wait; ip -j neigh show"
 
 
 NEIGHBOURS: Read[tuple[Neighbour, ...]] = Read("neighbours", _neighbours_command, parse_ip_neigh)

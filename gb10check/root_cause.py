@@ -27,6 +27,7 @@ ENGINE_STATE = ("engine-stuck",)
 FOLLOWS = {
     "gpu-not-in-container": ("driver-version-mismatch", "driver-reboot-pending", "docker-daemon-down"),
     "driver-reboot-pending": ("driver-version-mismatch",),
+    "bw-connect-failed": ("cable-crossed",),  # perftest's TCP exchange over a cable that reaches another node
 }
 
 

@@ -23,6 +23,7 @@ class Answer:
     mac: str | None  # None: nothing answered
     expected_mac: str | None  # the MAC of theirs.netdev as its node reports it (None: not reported)
     owner: tuple[str, str] | None  # (node, netdev) that reports `mac`, None: no node of the inventory
+    instead: str | None = None  # the address `mac` answered for, when not theirs (nothing answered for theirs)
 
     @property
     def right(self) -> bool:
@@ -35,7 +36,10 @@ class Answer:
 
     @property
     def by(self) -> str:
-        return f"{self.owner[0]}'s {self.owner[1]}" if self.owner else f"{self.mac} (no node's)"
+        who = f"{self.owner[0]}'s {self.owner[1]}" if self.owner else f"{self.mac} (no node's)"
+        if self.instead:
+            return f"nobody; on that wire {who} answers (for {self.instead})"
+        return who
 
 
 def macs(cluster: ClusterNodes) -> dict[str, tuple[str, str]]:
@@ -50,19 +54,35 @@ def macs(cluster: ClusterNodes) -> dict[str, tuple[str, str]]:
     return out
 
 
-def answer(cluster: ClusterNodes, mine: inv.Member, theirs: inv.Member) -> Answer:
-    """Who answered; raises the snapshot's error when the asking node's table cannot be read."""
-    entry = answer_for(cluster.snapshot(mine.node).fact(probes.NEIGHBOURS), theirs.ip, mine.netdev)
+def answer(cluster: ClusterNodes, rail: inv.Rail, mine: inv.Member, theirs: inv.Member) -> Answer:
+    """Who answered `mine` for `theirs` on `rail`; raises the snapshot's error when the asking node's table
+    cannot be read."""
+    table = cluster.snapshot(mine.node).fact(probes.NEIGHBOURS)
+    entry = answer_for(table, theirs.ip, mine.netdev)
     mac = entry.mac if entry is not None and entry.answered else None
     dev = cluster.snapshot(theirs.node).fact(probes.IP_ADDR).get(theirs.netdev)
-    return Answer(mine, theirs, mac, dev.mac if dev is not None and dev.mac else None, macs(cluster).get(mac or ""))
+    expected = dev.mac if dev is not None and dev.mac else None
+    owners = macs(cluster)
+    if mac is None:  # nothing answered for it: a node off this rail that answered on that wire (its own address)
+        members = {(m.node, m.netdev) for m in rail.members}
+        other = next(
+            (
+                n
+                for n in table
+                if n.netdev == mine.netdev and n.answered and owners.get(n.mac or "", members) not in members
+            ),
+            None,
+        )
+        if other is not None and other.mac is not None:
+            return Answer(mine, theirs, other.mac, expected, owners[other.mac], instead=other.address)
+    return Answer(mine, theirs, mac, expected, owners.get(mac or ""))
 
 
-def answered_wrong(cluster: ClusterNodes, mine: inv.Member, theirs: inv.Member) -> Answer | None:
+def answered_wrong(cluster: ClusterNodes, rail: inv.Rail, mine: inv.Member, theirs: inv.Member) -> Answer | None:
     """The answer when another netdev than the inventory's answered (a crossed wire); None otherwise or
     when there is no evidence either way (for another check's hint: never raises)."""
     try:
-        found = answer(cluster, mine, theirs)
+        found = answer(cluster, rail, mine, theirs)
     except GB10Error:
         return None
     return found if found.wrong else None
@@ -106,7 +126,7 @@ def misplaced(cluster: ClusterNodes, rail: inv.Rail) -> str | None:
     members = list(rail.members)
     bad = [
         {a.node, b.node} for i, a in enumerate(members) for b in members[i + 1 :]
-        if answered_wrong(cluster, a, b) or answered_wrong(cluster, b, a)
+        if answered_wrong(cluster, rail, a, b) or answered_wrong(cluster, rail, b, a)
     ]  # fmt: skip
     common = set.intersection(*bad) if bad else set()
     return common.pop() if len(common) == 1 else None

@@ -359,6 +359,9 @@ class SimCluster:
                 if a_end.netdev in a.spec.unplugged or b_end.netdev in b.spec.unplugged:  # the cable is out
                     uncabled(a, a_end.netdev)
                     uncabled(b, b_end.netdev)
+                elif rail.wired is not None:  # cabled between other ends than the inventory's
+                    (x, x_dev), (y, y_dev) = ((by_name[n], d) for n, d in rail.wired)
+                    create.append(f"link add name {x_dev} netns {x.ns} type veth peer name {y_dev} netns {y.ns}")
                 else:
                     create.append(
                         f"link add name {a.spec.placed(a_end.netdev)} netns {a.ns} "

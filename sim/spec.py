@@ -224,6 +224,9 @@ class Link(_Spec):
     addresses: dict[str, str] | None = None
     members: list[LinkEnd] | None = None
     mtu: int | None = None  # what the inventory expects of this link (the nodes' own MTU: nodes.<name>.mtu)
+    # a cable wired between other ends than its members ([node name, netdev] twice): a ring cabled in
+    # another order than the ranks; the members keep their addresses, the inventory still says `members`
+    wired: list[tuple[str, str]] | None = Field(None, min_length=2, max_length=2)
 
     @model_validator(mode="after")
     def _one_form(self) -> Link:
@@ -255,6 +258,7 @@ class Rail:
     ends: tuple[LinkEnd, ...]
     mtu: int | None
     switched: bool
+    wired: tuple[tuple[str, str], ...] | None = None  # the cable's real ends (node, netdev), when not its members
 
     def end(self, node: str) -> LinkEnd | None:
         return next((e for e in self.ends if e.node == node), None)
@@ -319,7 +323,13 @@ class Scenario(_Spec):
     def rails(self) -> list[Rail]:
         """Every link as the sim wires it, in the file's order."""
         return [
-            Rail(name, tuple(link.ends(name)), link.mtu, self.topology == "switch" or len(link.ends(name)) > 2)
+            Rail(
+                name,
+                tuple(link.ends(name)),
+                link.mtu,
+                self.topology == "switch" or len(link.ends(name)) > 2,
+                tuple(link.wired) if link.wired else None,
+            )
             for name, link in self.links.items()
         ]
 
@@ -336,6 +346,9 @@ class Scenario(_Spec):
             twice = sorted({n for n in nodes if nodes.count(n) > 1})
             if unknown or twice:
                 raise ValueError(f"links.{name} names unknown node(s) {unknown} or a node twice {twice}")
+            strays = [f"{n} {d}" for n, d in link.wired or [] if n not in self.nodes]
+            if strays:
+                raise ValueError(f"links.{name}.wired names {strays}: not nodes of the scenario")
             if link.members is None and set(nodes) != set(self.nodes):
                 raise ValueError(
                     f"links.{name}.addresses must name every node once (missing {sorted(set(self.nodes) - set(nodes))})"

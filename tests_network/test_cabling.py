@@ -15,7 +15,7 @@ def test_cable_ends_where_the_inventory_says(rail_pair, cluster, evidence):
     node on another switch port or bridge, two nodes holding one address are each found here, with what
     to move (Linux answers ARP for any of its addresses on any netdev: such a wire may still ping)."""
     a, b = rail_pair.ends()
-    answers = [wire.answer(cluster, a, b), wire.answer(cluster, b, a)]
+    answers = [wire.answer(cluster, rail_pair.rail, a, b), wire.answer(cluster, rail_pair.rail, b, a)]
     silent = [f"nothing answered {x.mine.node} for {x.theirs.ip} on {x.mine.netdev}" for x in answers if not x.mac]
     suspect = wire.misplaced(cluster, rail_pair.rail)  # a switch: the node every wrong pair has in common
     wrong = sorted((x for x in answers if not x.right and x.mac), key=lambda x: x.theirs.node != suspect)

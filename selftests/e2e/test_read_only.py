@@ -52,8 +52,11 @@ READS = [
     re.escape(probes.HOST_NCCL_CONF.command(None)),  # type: ignore[arg-type]
     rf"docker exec {C_LOCALE} {PATH} grep -Hs = {PATH} {PATH}",
     rf"docker logs --tail \d+ --timestamps {PATH}",
-    # the wire: one one-packet ping per peer address out of the rail's netdev, then the neighbour tables
-    rf"(ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null 2>&1 & )+wait; ip -j neigh show",
+    # the wire: one one-packet ping per peer address out of the rail's netdev (when it does not answer, one
+    # per address of every other node out of that netdev), then the neighbour tables
+    rf"((ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null 2>&1|\{{ ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null "
+    rf'2>&1 \|\| for a in( {PATH})+; do ping -n -c 1 -W 1 -I {PATH} "\$a" >/dev/null 2>&1 & done; wait; \}}) & )+'
+    r"wait; ip -j neigh show",
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(
