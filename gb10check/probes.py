@@ -46,6 +46,7 @@ from gb10check.parsers.nvidia import (
 )
 from gb10check.parsers.ping import PingResult, parse_ping
 from gb10check.parsers.rdma_sysfs import UNUSED_GID, RdmaPortState, parse_rdma_ports
+from gb10check.parsers.sysctl import parse_flag
 from gb10check.parsers.ufw import (
     UfwRule,
     UfwStatus,
@@ -335,6 +336,11 @@ def _neighbours_command(w: Where) -> str | None:
 
 
 NEIGHBOURS: Read[tuple[Neighbour, ...]] = Read("neighbours", _neighbours_command, parse_ip_neigh)
+# -- the address plan: whether the node forwards what other nodes route through it ----------------
+IP_FORWARD_FILE = "/proc/sys/net/ipv4/ip_forward"
+IP_FORWARD: Read[bool] = Read(
+    "ip_forward", _always(f"cat {IP_FORWARD_FILE}"), lambda t: parse_flag(t, f"cat {IP_FORWARD_FILE}")
+)
 
 SNAPSHOT_READS: tuple[Read[object], ...] = (
     PROC_DRIVER_VERSION,
@@ -372,6 +378,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HF_CONFIG,
     HF_INDEX,
     NEIGHBOURS,
+    IP_FORWARD,
 )
 
 

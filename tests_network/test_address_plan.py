@@ -10,6 +10,7 @@ from itertools import combinations
 import pytest
 
 from gb10check import probes
+from gb10check.node import follows_from
 
 pytestmark = pytest.mark.network
 
@@ -49,4 +50,46 @@ def test_each_rail_on_its_own_subnet(node, inventory, evidence):
         detail=f"the node has {plan}; give each rail (each half of a cable) its own subnet in netplan, as the "
         "inventory's rails have them",
         context={"netdev": sorted({x[0] for x in shared} | {x[2] for x in shared})},
+    )
+
+
+def _routed_through(cluster, inventory, node) -> list[str]:
+    """The routes other nodes send through this node (their gateway is one of its fabric addresses):
+    what the deployment's own routing asks it to forward (a ring reaching non-adjacent subnets)."""
+    mine = {m.ip for _, m in inventory.members_of(node.name)}
+    through = []
+    for other in inventory.nodes:
+        if other.name == node.name or cluster.unreachable([other.name]):
+            continue
+        for r in cluster.snapshot(other.name).fact(probes.IP_ROUTE):
+            if r.gateway in mine and r.dst != "default":  # a default route over the fabric: its own check
+                through.append(f"{other.name} routes {r.dst} via {r.gateway} dev {r.dev}")
+    return through
+
+
+@pytest.mark.hints("ip-forward-off")
+def test_forwards_what_others_route_through_it(node, cluster, inventory, evidence):
+    """Where the deployment routes through a node (another node's route has one of its fabric addresses
+    as gateway: a ring reaching its non-adjacent subnets, e.g. a control plane on a ring rail), that node
+    forwards (net.ipv4.ip_forward = 1). A ring whose control plane is the LAN and whose NCCL talks to
+    neighbours only routes nothing through anyone: not needed, and the check says so."""
+    forwarding = node.snapshot().fact(probes.IP_FORWARD)  # the node's own say first (a node that cannot be asked)
+    through = _routed_through(cluster, inventory, node)
+    gone = cluster.unreachable([n.name for n in inventory.nodes if n.name != node.name])
+    if not through and gone:
+        pytest.skip(f"no route through {node.name} among the nodes asked; {follows_from(gone)}")
+    if not through:  # every node's routes read: forwarding is not needed here (a pass on that evidence)
+        evidence.expect(
+            True,
+            what="routes of the other nodes through this node's fabric addresses",
+            expected="forwarding on where any",
+            found=f"none: the node forwards nothing for the deployment (ip_forward {int(forwarding)})",
+        )
+        return
+    evidence.expect(
+        forwarding,
+        what=f"forwarding ({probes.IP_FORWARD_FILE})",
+        expected="1: the node forwards what the others route through it",
+        found="0: forwarded packets are dropped",
+        detail="; ".join(through),
     )

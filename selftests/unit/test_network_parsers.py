@@ -12,6 +12,7 @@ from gb10check.parsers.neigh import answer_for, parse_ip_neigh
 from gb10check.parsers.netplan import link_local_ipv4
 from gb10check.parsers.ping import parse_ping
 from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
+from gb10check.parsers.sysctl import parse_flag
 
 
 def test_cx7_ports_with_carrier_and_link_local(capture):
@@ -207,3 +208,10 @@ def test_neighbour_table_refuses_what_is_not_one(text, said):
 def test_each_netdev_reports_its_mac(capture):
     netdevs = parse_ip_addr(capture("commands/ip_j_addr.dgx_spark_cx7.reconstructed.json"))
     assert netdevs["enp1s0f1np1"].mac == "4c:bb:47:2f:91:13"
+
+
+def test_a_kernel_flag_reads_as_on_or_off(capture):
+    assert parse_flag(capture("commands/proc_sys_net_ipv4_ip_forward.off.local_sandbox.txt"), "ip_forward") is False
+    assert parse_flag("1\n", "ip_forward") is True
+    with pytest.raises(ParseError, match="expected 0 or 1"):
+        parse_flag("cat: /proc/sys/net/ipv4/ip_forward: Permission denied", "ip_forward")
