@@ -31,6 +31,7 @@ from gb10check.parsers.framed import FileRead, framed_files_command, parse_frame
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
 from gb10check.parsers.iproute import Netdev, Route, parse_ip_addr, parse_ip_route
+from gb10check.parsers.iptables import Chain, parse_chain
 from gb10check.parsers.kernel_log import KernelLog, parse_kernel_log
 from gb10check.parsers.logind import parse_linger
 from gb10check.parsers.meminfo import MemInfo, parse_meminfo
@@ -88,7 +89,9 @@ def as_root_reader(sudo: bool) -> str:
 
 
 # The root-only reads, as sudo resolves them (secure_path): what a sudoers rule must name exactly.
-ROOT_READS = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules", "/usr/bin/dmesg")
+ROOT_READS: tuple[str, ...] = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules", "/usr/bin/dmesg")
+# the FORWARD chain and Docker's DOCKER-USER (the address plan: a node that forwards for the ring)
+ROOT_READS += ("/usr/sbin/iptables -S FORWARD", "/usr/sbin/iptables -S DOCKER-USER")
 
 
 def root_reads(netplan_files: list[str]) -> list[str]:
@@ -342,6 +345,20 @@ IP_FORWARD: Read[bool] = Read(
     "ip_forward", _always(f"cat {IP_FORWARD_FILE}"), lambda t: parse_flag(t, f"cat {IP_FORWARD_FILE}")
 )
 
+
+def _chain(name: str) -> Read[Chain]:
+    # iptables exits 1 for a chain that does not exist (DOCKER-USER without Docker): an absent chain
+    return Read(
+        f"iptables_{name.lower().replace('-', '_')}",
+        lambda w: as_root(f"iptables -S {name}", w.node.sudo),
+        lambda t: parse_chain(t, name),
+        accept_rc=(0, 1),
+        display=f"iptables -S {name} (as root)",
+    )
+
+
+FORWARD_CHAIN, DOCKER_USER_CHAIN = _chain("FORWARD"), _chain("DOCKER-USER")
+
 SNAPSHOT_READS: tuple[Read[object], ...] = (
     PROC_DRIVER_VERSION,
     MODULE_VERSION,
@@ -379,6 +396,8 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HF_INDEX,
     NEIGHBOURS,
     IP_FORWARD,
+    FORWARD_CHAIN,
+    DOCKER_USER_CHAIN,
 )
 
 

@@ -165,6 +165,10 @@ class Node(_Spec):
     # netdev pairs that trade places on the wire (the node's ends of two cables, or two switch ports,
     # swapped): each keeps its name and address, the other's cable or bridge plugs into it
     crossed: list[tuple[str, str]] = []
+    # the node forwards (net.ipv4.ip_forward = 1), and `iptables` arguments run at boot in its namespace,
+    # e.g. "-P FORWARD DROP" (what Docker sets when it starts), "-N DOCKER-USER"
+    ip_forward: bool = False
+    iptables: list[str] = []
 
     def placed(self, netdev: str) -> str:
         """The netdev that sits where `netdev`'s cable or switch port is wired (itself unless crossed)."""

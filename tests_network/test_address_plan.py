@@ -11,6 +11,7 @@ import pytest
 
 from gb10check import probes
 from gb10check.node import follows_from
+from gb10check.parsers.iptables import forwarded
 
 pytestmark = pytest.mark.network
 
@@ -92,4 +93,44 @@ def test_forwards_what_others_route_through_it(node, cluster, inventory, evidenc
         expected="1: the node forwards what the others route through it",
         found="0: forwarded packets are dropped",
         detail="; ".join(through),
+    )
+
+
+@pytest.mark.hints("forward-chain-drops")
+def test_forward_chain_passes_fabric_traffic(node, cluster, inventory, evidence):
+    """Where the deployment routes through a node, its FORWARD chain (and Docker's DOCKER-USER, which
+    FORWARD jumps to first) passes traffic from each fabric netdev to each other one: Docker sets the
+    FORWARD policy to DROP when it starts, which in the field looks exactly like a dead cable."""
+    node.snapshot().fact(probes.IP_FORWARD)  # the node's own say first (a node that cannot be asked)
+    through = _routed_through(cluster, inventory, node)
+    if not through:
+        gone = cluster.unreachable([n.name for n in inventory.nodes if n.name != node.name])
+        if gone:
+            pytest.skip(f"no route through {node.name} among the nodes asked; {follows_from(gone)}")
+        evidence.expect(
+            True,
+            what="routes of the other nodes through this node's fabric addresses",
+            expected="a FORWARD chain passing the fabric where any",
+            found="none: the node forwards nothing for the deployment",
+        )
+        return
+    snap = node.snapshot()
+    chains = {c.name: c for c in (snap.fact(probes.FORWARD_CHAIN), snap.fact(probes.DOCKER_USER_CHAIN))}
+    fabric = [m.netdev for _, m in inventory.members_of(node.name)]
+    dropped = []
+    for a in fabric:
+        for b in fabric:
+            if a != b:
+                passed, why = forwarded(chains, "FORWARD", a, b)
+                if not passed:
+                    dropped.append(f"{a} -> {b}: {why}")
+    evidence.expect(
+        not dropped,
+        what="forwarded fabric traffic (iptables FORWARD, DOCKER-USER)",
+        expected="passed between the fabric netdevs",
+        found=f"dropped, {dropped[0]}" + (f" (and {len(dropped) - 1} more directions)" if len(dropped) > 1 else "")
+        if dropped
+        else "passed",
+        detail="; ".join(through),
+        context={"netdev": fabric},
     )

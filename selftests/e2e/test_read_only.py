@@ -57,6 +57,7 @@ READS = [
     rf"((ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null 2>&1|\{{ ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null "
     rf'2>&1 \|\| for a in( {PATH})+; do ping -n -c 1 -W 1 -I {PATH} "\$a" >/dev/null 2>&1 & done; wait; \}}) & )+'
     r"wait; ip -j neigh show",
+    r"iptables -S (FORWARD|DOCKER-USER)",  # the address plan: the chains forwarded fabric traffic meets
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(

@@ -8,6 +8,7 @@ from gb10check.errors import ParseError
 from gb10check.nccl import socket_ifname_matches
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
+from gb10check.parsers.iptables import forwarded, parse_chain
 from gb10check.parsers.neigh import answer_for, parse_ip_neigh
 from gb10check.parsers.netplan import link_local_ipv4
 from gb10check.parsers.ping import parse_ping
@@ -215,3 +216,29 @@ def test_a_kernel_flag_reads_as_on_or_off(capture):
     assert parse_flag("1\n", "ip_forward") is True
     with pytest.raises(ParseError, match="expected 0 or 1"):
         parse_flag("cat: /proc/sys/net/ipv4/ip_forward: Permission denied", "ip_forward")
+
+
+def test_forwarded_fabric_traffic_meets_dockers_drop_policy_and_docker_user(capture):
+    """Docker's FORWARD (policy DROP, jump to DOCKER-USER first): the direction DOCKER-USER accepts
+    passes, the other falls to the policy; a DOCKER-USER that is not there passes nothing on."""
+    forward = parse_chain(
+        capture("commands/iptables_S_FORWARD.docker_policy_drop.iptables-1.8.9_nft.local_sandbox.txt"), "FORWARD"
+    )
+    user = parse_chain(
+        capture("commands/iptables_S_DOCKER-USER.accept_fabric.iptables-1.8.9_nft.local_sandbox.txt"), "DOCKER-USER"
+    )
+    absent = parse_chain(capture("commands/iptables_S.no_such_chain.iptables-1.8.9_nft.local_sandbox.txt"), "X")
+    assert (forward.policy, len(forward.rules), absent.exists) == ("DROP", 2, False)
+    chains = {"FORWARD": forward, "DOCKER-USER": user}
+    assert forwarded(chains, "FORWARD", "enp1s0f0np0", "enp1s0f1np1") == (
+        True,
+        "-A DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT",
+    )
+    assert forwarded(chains, "FORWARD", "enp1s0f1np1", "enp1s0f0np0") == (False, "-P FORWARD DROP")
+    # the docker0 conntrack ACCEPT decides for some packets only: passed over
+    assert forwarded({**chains, "DOCKER-USER": absent}, "FORWARD", "enp1s0f0np0", "enp1s0f1np1")[0] is False
+    wildcard = parse_chain("-P FORWARD DROP\n-A FORWARD -i enp+ ! -o enP7s7 -j ACCEPT\n", "FORWARD")
+    assert forwarded({"FORWARD": wildcard}, "FORWARD", "enp1s0f0np0", "enp1s0f1np1")[0] is True
+    assert forwarded({"FORWARD": wildcard}, "FORWARD", "enp1s0f0np0", "enP7s7")[0] is False
+    with pytest.raises(ParseError, match="no -P, -N or -A line"):
+        parse_chain("iptables: Permission denied (you must be root).", "FORWARD")

@@ -79,7 +79,7 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
     assert {k: here[k] for k in ("connections", "commands", "snapshot_probes")} == {
         "connections": 0,
         "commands": 1,
-        "snapshot_probes": 23,  # the reads of a local node without a deployment (no compose, logs, image)
+        "snapshot_probes": 26,  # the reads of a local node without a deployment (no compose, logs, image)
     }
     assert len(here["sent"]) == 23 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
 
