@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError
+from gb10check.parsers.iproute import _json_list as json_list
 
 NO_ANSWER = frozenset({"FAILED", "INCOMPLETE"})  # the kernel asked and nothing answered (yet)
 
@@ -25,12 +26,7 @@ class Neighbour:
 def parse_ip_neigh(text: str) -> tuple[Neighbour, ...]:
     """`ip -j neigh show`: every entry of the neighbour tables (an empty table is `[]`)."""
     what = "ip -j neigh show"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(what, f"not JSON ({exc.msg} at character {exc.pos})", text) from exc
-    if not isinstance(data, list):
-        raise ParseError(what, "expected a JSON list of entries", text)
+    data = json_list(text, what)
     out = []
     for item in data:
         try:
