@@ -39,10 +39,12 @@ from gb10check.parsers.host_release import (
 )
 from gb10check.parsers.ibdev2netdev import RdmaPort, parse_ibdev2netdev
 from gb10check.parsers.iproute import Netdev, Route, parse_ip_addr, parse_ip_route
+from gb10check.parsers.iptables import Chain, parse_chain
 from gb10check.parsers.kernel_log import KernelLog, parse_kernel_log
 from gb10check.parsers.logind import parse_linger
 from gb10check.parsers.meminfo import MemInfo, parse_meminfo
 from gb10check.parsers.nccl_conf import NcclSetting, parse_conf_lines
+from gb10check.parsers.neigh import Neighbour, parse_ip_neigh
 from gb10check.parsers.nvidia import (
     KernelModule,
     NvidiaSmiResult,
@@ -53,6 +55,7 @@ from gb10check.parsers.nvidia import (
 )
 from gb10check.parsers.ping import PingResult, parse_ping
 from gb10check.parsers.rdma_sysfs import UNUSED_GID, RdmaPortState, parse_rdma_ports
+from gb10check.parsers.sysctl import parse_flag
 from gb10check.parsers.ufw import (
     UfwRule,
     UfwStatus,
@@ -94,7 +97,9 @@ def as_root_reader(sudo: bool) -> str:
 
 
 # The root-only reads, as sudo resolves them (secure_path): what a sudoers rule must name exactly.
-ROOT_READS = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules", "/usr/bin/dmesg")
+ROOT_READS: tuple[str, ...] = ("/usr/sbin/ufw status verbose", "/usr/bin/cat /etc/ufw/user.rules", "/usr/bin/dmesg")
+# the FORWARD chain and Docker's DOCKER-USER (the address plan: a node that forwards for the ring)
+ROOT_READS += ("/usr/sbin/iptables -S FORWARD", "/usr/sbin/iptables -S DOCKER-USER")
 
 
 def root_reads(netplan_files: list[str]) -> list[str]:
@@ -321,6 +326,55 @@ CX_FIRMWARE: Read[dict[str, str]] = Read(
     "cx_firmware", _always("grep -H . /sys/class/infiniband/*/fw_ver"), parse_fw_versions
 )
 
+# -- the wire (the cabling, proven): who answers each peer's address on each rail -------------------
+
+
+def _neighbours_command(w: Where) -> str | None:
+    """One ARP (a one-packet ping) per peer address, out of the netdev of the rail they share, all at
+    once; when the peer does not answer, the same out of that netdev for every address of every other
+    node (whoever the cable really reaches answers for its own); then the neighbour tables: which MAC
+    answered for which address on which netdev."""
+    asks = [
+        (mine.netdev, other) for rail, mine in w.inventory.members_of(w.node.name) for other in rail.members
+        if other.node != w.node.name
+    ]  # fmt: skip
+    if not asks:
+        return None
+    every = [(m.node, m.ip) for rail in w.inventory.rails for m in rail.members if m.node != w.node.name]
+    parts = []
+    for netdev, peer in asks:
+        ask = f"ping -n -c 1 -W 1 -I {q(netdev)} {q(peer.ip)} >/dev/null 2>&1"
+        others = " ".join(q(ip) for node, ip in dict.fromkeys(every) if node != peer.node)
+        if others:
+            ask = (
+                f'{{ {ask} || for a in {others}; do ping -n -c 1 -W 1 -I {q(netdev)} "$a" >/dev/null 2>&1 & '
+                "done; wait; }"
+            )
+        parts.append(f"{ask} & ")
+    return "".join(parts) + "wait; ip -j neigh show"
+
+
+NEIGHBOURS: Read[tuple[Neighbour, ...]] = Read("neighbours", _neighbours_command, parse_ip_neigh)
+# -- the address plan: whether the node forwards what other nodes route through it ----------------
+IP_FORWARD_FILE = "/proc/sys/net/ipv4/ip_forward"
+IP_FORWARD: Read[bool] = Read(
+    "ip_forward", _always(f"cat {IP_FORWARD_FILE}"), lambda t: parse_flag(t, f"cat {IP_FORWARD_FILE}")
+)
+
+
+def _chain(name: str) -> Read[Chain]:
+    # iptables exits 1 for a chain that does not exist (DOCKER-USER without Docker): an absent chain
+    return Read(
+        f"iptables_{name.lower().replace('-', '_')}",
+        lambda w: as_root(f"iptables -S {name}", w.node.sudo),
+        lambda t: parse_chain(t, name),
+        accept_rc=(0, 1),
+        display=f"iptables -S {name} (as root)",
+    )
+
+
+FORWARD_CHAIN, DOCKER_USER_CHAIN = _chain("FORWARD"), _chain("DOCKER-USER")
+
 SNAPSHOT_READS: tuple[Read[object], ...] = (
     PROC_DRIVER_VERSION,
     MODULE_VERSION,
@@ -361,6 +415,10 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     OS_RELEASE,
     BIOS,
     CX_FIRMWARE,
+    NEIGHBOURS,
+    IP_FORWARD,
+    FORWARD_CHAIN,
+    DOCKER_USER_CHAIN,
 )
 
 

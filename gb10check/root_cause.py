@@ -29,6 +29,7 @@ FOLLOWS = {
     "driver-reboot-pending": ("driver-version-mismatch",),
     # a node whose old module is still loaded differs from the others because of it
     "driver-differs": ("driver-version-mismatch", "driver-reboot-pending"),
+    "bw-connect-failed": ("cable-crossed",),  # perftest's TCP exchange over a cable that reaches another node
 }
 
 

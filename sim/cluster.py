@@ -320,7 +320,9 @@ class SimCluster:
             ]
 
         def plug(node: SimNode, netdev: str, bridge: str, port: str) -> None:
-            create.append(f"link add name {netdev} netns {node.ns} type veth peer name {port} netns {sw}")
+            create.append(
+                f"link add name {node.spec.placed(netdev)} netns {node.ns} type veth peer name {port} netns {sw}"
+            )
             inside[sw] += [f"link set {port} mtu {SWITCH_MTU}", f"link set {port} master {bridge}"]
             if netdev not in node.spec.unplugged:  # else the switch port stays down: no carrier at the node
                 inside[sw].append(f"link set {port} up")
@@ -328,7 +330,7 @@ class SimCluster:
         def uncabled(node: SimNode, netdev: str) -> None:
             # a port with no cable: a veth whose peer stays in the same namespace, down
             index = unused[node.ns] = unused.get(node.ns, -1) + 1
-            inside[node.ns].append(f"link add {netdev} type veth peer name gb10nc{index}")
+            inside[node.ns].append(f"link add {node.spec.placed(netdev)} type veth peer name gb10nc{index}")
 
         def configure(node: SimNode, netdev: str, address: str) -> None:
             rdma = node.spec.rdma.get(netdev)
@@ -357,9 +359,13 @@ class SimCluster:
                 if a_end.netdev in a.spec.unplugged or b_end.netdev in b.spec.unplugged:  # the cable is out
                     uncabled(a, a_end.netdev)
                     uncabled(b, b_end.netdev)
+                elif rail.wired is not None:  # cabled between other ends than the inventory's
+                    (x, x_dev), (y, y_dev) = ((by_name[n], d) for n, d in rail.wired)
+                    create.append(f"link add name {x_dev} netns {x.ns} type veth peer name {y_dev} netns {y.ns}")
                 else:
                     create.append(
-                        f"link add name {a_end.netdev} netns {a.ns} type veth peer name {b_end.netdev} netns {b.ns}"
+                        f"link add name {a.spec.placed(a_end.netdev)} netns {a.ns} "
+                        f"type veth peer name {b.spec.placed(b_end.netdev)} netns {b.ns}"
                     )
             for node, end in ends:
                 configure(node, end.netdev, end.address)

@@ -313,7 +313,7 @@ def _write_boot(node: SimNode) -> None:
     Runs as: ip netns exec NS unshare --mount --uts --propagation private sh boot.sh"""
     d, sysdir = node.dir, node.dir / "sys"
     hostname = node.spec.hostname or node.name
-    ufw = _ufw_commands(node)
+    ufw = "\n".join(filter(None, [_ufw_commands(node), _forwarding_commands(node)]))
     # sshd = false: the node is up (links, firewall) but nothing listens on port 22, so logins are refused
     sshd = f"exec {SSHD} -D -e -f {d}/sshd_config" if node.spec.sshd else "echo 'sshd: disabled'"
     if node.spec.boot_delay:  # still booting: everything is there but sshd, which starts later
@@ -546,4 +546,11 @@ def _ufw_commands(node: SimNode) -> str:
             lines.append("sed -i 's/^ENABLED=yes/ENABLED=no/' /etc/ufw/ufw.conf")
     if node.spec.blackholed:  # sshd runs, but its port drops every packet: a firewall black hole
         lines.append("iptables -I INPUT -p tcp --dport 22 -j DROP")
+    return "\n".join(lines)
+
+
+def _forwarding_commands(node: SimNode) -> str:
+    """Forwarding and the FORWARD chain, set at boot in the node's namespaces (real sysctl, real iptables)."""
+    lines = ["sysctl -qw net.ipv4.ip_forward=1"] if node.spec.ip_forward else []
+    lines += [f"iptables {rule}" for rule in node.spec.iptables]
     return "\n".join(lines)

@@ -186,6 +186,20 @@ class Node(_Spec):
     linger: list[str] = []  # users with lingering enabled (/var/lib/systemd/linger)
     nccl_tests: dict[str, float] = {}  # what all_gather_perf measures from this node: busbw_gbs, wrong, ranks
     host: Host = Host()  # kernel, OS release, BIOS, ConnectX firmware (skew across the nodes)
+    # netdev pairs that trade places on the wire (the node's ends of two cables, or two switch ports,
+    # swapped): each keeps its name and address, the other's cable or bridge plugs into it
+    crossed: list[tuple[str, str]] = []
+    # the node forwards (net.ipv4.ip_forward = 1), and `iptables` arguments run at boot in its namespace,
+    # e.g. "-P FORWARD DROP" (what Docker sets when it starts), "-N DOCKER-USER"
+    ip_forward: bool = False
+    iptables: list[str] = []
+
+    def placed(self, netdev: str) -> str:
+        """The netdev that sits where `netdev`'s cable or switch port is wired (itself unless crossed)."""
+        for a, b in self.crossed:
+            if netdev in (a, b):
+                return b if netdev == a else a
+        return netdev
 
     @field_validator("login_env")
     @classmethod
@@ -238,6 +252,9 @@ class Link(_Spec):
     addresses: dict[str, str] | None = None
     members: list[LinkEnd] | None = None
     mtu: int | None = None  # what the inventory expects of this link (the nodes' own MTU: nodes.<name>.mtu)
+    # a cable wired between other ends than its members ([node name, netdev] twice): a ring cabled in
+    # another order than the ranks; the members keep their addresses, the inventory still says `members`
+    wired: list[tuple[str, str]] | None = Field(None, min_length=2, max_length=2)
 
     @model_validator(mode="after")
     def _one_form(self) -> Link:
@@ -269,6 +286,7 @@ class Rail:
     ends: tuple[LinkEnd, ...]
     mtu: int | None
     switched: bool
+    wired: tuple[tuple[str, str], ...] | None = None  # the cable's real ends (node, netdev), when not its members
 
     def end(self, node: str) -> LinkEnd | None:
         return next((e for e in self.ends if e.node == node), None)
@@ -333,7 +351,13 @@ class Scenario(_Spec):
     def rails(self) -> list[Rail]:
         """Every link as the sim wires it, in the file's order."""
         return [
-            Rail(name, tuple(link.ends(name)), link.mtu, self.topology == "switch" or len(link.ends(name)) > 2)
+            Rail(
+                name,
+                tuple(link.ends(name)),
+                link.mtu,
+                self.topology == "switch" or len(link.ends(name)) > 2,
+                tuple(link.wired) if link.wired else None,
+            )
             for name, link in self.links.items()
         ]
 
@@ -350,6 +374,9 @@ class Scenario(_Spec):
             twice = sorted({n for n in nodes if nodes.count(n) > 1})
             if unknown or twice:
                 raise ValueError(f"links.{name} names unknown node(s) {unknown} or a node twice {twice}")
+            strays = [f"{n} {d}" for n, d in link.wired or [] if n not in self.nodes]
+            if strays:
+                raise ValueError(f"links.{name}.wired names {strays}: not nodes of the scenario")
             if link.members is None and set(nodes) != set(self.nodes):
                 raise ValueError(
                     f"links.{name}.addresses must name every node once (missing {sorted(set(self.nodes) - set(nodes))})"
@@ -367,6 +394,14 @@ class Scenario(_Spec):
                 strays = sorted(set(getattr(node, key)) - set(mine))
                 if strays:
                     raise ValueError(f"nodes.{name}.{key} names {strays}, which no link of {name} has: {sorted(mine)}")
+            crossed = [netdev for pair in node.crossed for netdev in pair]
+            strays = sorted(set(crossed) - set(mine) - unused)
+            twice = sorted({n for n in crossed if crossed.count(n) > 1})
+            if strays or twice:
+                raise ValueError(
+                    f"nodes.{name}.crossed names {strays or twice}, which no link or unused port of {name} has "
+                    f"or another pair already crosses: each pair two of {sorted(set(mine) | unused)}"
+                )
             omitted = sorted(set(node.netplan.omit) - set(mine))
             if omitted:
                 raise ValueError(

@@ -128,12 +128,13 @@ def test_one_mtu_per_link(rail, cluster, evidence):
 
 @pytest.mark.hints("qsfp-address-duplicate")
 def test_no_qsfp_address_twice(cluster, inventory, evidence):
-    """Every fabric address the nodes carry stands once in the cluster (a copied netplan does this)."""
+    """Every fabric and control-plane address the nodes carry stands once in the cluster (a copied
+    netplan does this)."""
     if not inventory.rails:
         pytest.skip("the inventory lists no rails")
     seen: dict[str, list[str]] = {}
     for node in inventory.nodes:
-        fabric = {m.netdev for _, m in inventory.members_of(node.name)}
+        fabric = {m.netdev for _, m in inventory.members_of(node.name)} | {inventory.control_netdev(node.name)}
         for name, dev in _netdevs(cluster, node.name).items():
             if name in fabric:
                 for address in dev.addresses:
@@ -141,7 +142,7 @@ def test_no_qsfp_address_twice(cluster, inventory, evidence):
     twice = {ip: where for ip, where in seen.items() if len(where) > 1}
     evidence.expect(
         not twice,
-        what="fabric addresses",
+        what="fabric and control-plane addresses",
         expected="each once in the cluster",
         found="; ".join(f"{ip} on {', '.join(w)}" for ip, w in twice.items()) or f"{len(seen)} distinct",
     )

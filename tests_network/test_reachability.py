@@ -4,7 +4,7 @@ round trip recorded. (The SSH logins over each rail, the TCP half, are the prefl
 
 import pytest
 
-from gb10check import probes
+from gb10check import probes, wire
 from gb10check.errors import GB10Error
 from gb10check.node import follows_from
 
@@ -44,6 +44,8 @@ def test_peer_answers_full_frames(rail_pair, cluster, evidence):
         hints = ("mtu-mismatch",)
     elif dev is None or not dev.carrier or far_dev is None or not far_dev.carrier:
         hints = ("roce-link-down",)  # an end is dark (its cable, or behind a switch its port), not the peer
+    elif wire.answered_wrong(cluster, rail_pair.rail, mine, theirs) is not None:
+        hints = ("cable-crossed",)  # another netdev answered for the address: the reply comes back elsewhere
     else:
         hints = ()
     evidence.expect(

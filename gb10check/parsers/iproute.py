@@ -18,6 +18,7 @@ class Netdev:
     mtu: int
     operstate: str
     addresses: tuple[str, ...]  # IPv4 "address/prefix", as the inventory writes them
+    mac: str = ""  # its link-layer address, lower case ("": none reported)
 
     def has(self, address: str) -> bool:
         return ipaddress.ip_interface(address) in {ipaddress.ip_interface(a) for a in self.addresses}
@@ -57,6 +58,7 @@ def parse_ip_addr(text: str) -> dict[str, Netdev]:
                 mtu=int(item["mtu"]),
                 operstate=str(item.get("operstate", "UNKNOWN")),
                 addresses=addresses,
+                mac=str(item.get("address", "")).lower(),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ParseError(what, f"an interface without {exc}", json.dumps(item)) from exc

@@ -59,6 +59,12 @@ READS = [
     re.escape(probes.CX_FIRMWARE.command(None)),  # type: ignore[arg-type]
     # the NCCL library the running container loads: /proc/*/maps, ldconfig -p, sha256sum, grep (reviewed as written)
     rf"docker exec {C_LOCALE} {PATH} sh -c " + re.escape(shlex.quote(nccl_library.SCRIPT)),
+    # the wire: one one-packet ping per peer address out of the rail's netdev (when it does not answer, one
+    # per address of every other node out of that netdev), then the neighbour tables
+    rf"((ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null 2>&1|\{{ ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null "
+    rf'2>&1 \|\| for a in( {PATH})+; do ping -n -c 1 -W 1 -I {PATH} "\$a" >/dev/null 2>&1 & done; wait; \}}) & )+'
+    r"wait; ip -j neigh show",
+    r"iptables -S (FORWARD|DOCKER-USER)",  # the address plan: the chains forwarded fabric traffic meets
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(

@@ -199,7 +199,8 @@ def test_the_sudoers_rule_names_exact_files_and_passes_visudo(tmp_path):
     line = str(rank1["sudoers_line"])
     assert line == (
         "lenovo ALL=(root) NOPASSWD: /usr/sbin/ufw status verbose, /usr/bin/cat /etc/ufw/user.rules, "
-        "/usr/bin/dmesg, /usr/bin/cat /etc/netplan/40-cx7.yaml"
+        "/usr/bin/dmesg, /usr/sbin/iptables -S FORWARD, /usr/sbin/iptables -S DOCKER-USER, "
+        "/usr/bin/cat /etc/netplan/40-cx7.yaml"
     )
     assert "*" not in line  # a sudoers wildcard matches / and spaces: cat /etc/netplan/../shadow
     first = render_command(Catalogue.load()["sudo-required"].commands[0], rank1)[0]

@@ -8,9 +8,12 @@ from gb10check.errors import ParseError
 from gb10check.nccl import socket_ifname_matches
 from gb10check.parsers.framed import FileRead
 from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
+from gb10check.parsers.iptables import forwarded, parse_chain
+from gb10check.parsers.neigh import answer_for, parse_ip_neigh
 from gb10check.parsers.netplan import link_local_ipv4
 from gb10check.parsers.ping import parse_ping
 from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
+from gb10check.parsers.sysctl import parse_flag
 
 
 def test_cx7_ports_with_carrier_and_link_local(capture):
@@ -178,3 +181,64 @@ def test_ping_summaries():
 def test_socket_ifname_as_nccl_reads_it(value, selected):
     netdevs = ["lo", "enP7s7", "enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0"]
     assert socket_ifname_matches(value, netdevs) == selected
+
+
+# -- the wire: who answered (issue 19, check 1) ----------------------------------------------------
+def test_neighbour_table_names_who_answered_and_who_did_not(capture):
+    table = parse_ip_neigh(capture("commands/ip_j_neigh.reachable_and_failed.iproute2-6.1.0.local_sandbox.json"))
+    answered, silent = answer_for(table, "10.20.0.2", "eth1"), answer_for(table, "10.20.0.9", "eth1")
+    assert answered is not None and (answered.mac, answered.states, answered.answered) == (
+        "7e:41:67:d4:e7:af",
+        ("REACHABLE",),
+        True,
+    )
+    assert silent is not None and (silent.mac, silent.answered) == (None, False)
+    assert answer_for(table, "10.20.0.2", "eth0") is None  # asked on another netdev: not this wire's answer
+    assert parse_ip_neigh("[]") == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("", "not JSON"), ('{"dst": "x"}', "expected a JSON list"), ('[{"dev": "eth1"}]', "an entry without")],
+)
+def test_neighbour_table_refuses_what_is_not_one(text, said):
+    with pytest.raises(ParseError, match=said):
+        parse_ip_neigh(text)
+
+
+def test_each_netdev_reports_its_mac(capture):
+    netdevs = parse_ip_addr(capture("commands/ip_j_addr.dgx_spark_cx7.reconstructed.json"))
+    assert netdevs["enp1s0f1np1"].mac == "4c:bb:47:2f:91:13"
+
+
+def test_a_kernel_flag_reads_as_on_or_off(capture):
+    assert parse_flag(capture("commands/proc_sys_net_ipv4_ip_forward.off.local_sandbox.txt"), "ip_forward") is False
+    assert parse_flag("1\n", "ip_forward") is True
+    with pytest.raises(ParseError, match="expected 0 or 1"):
+        parse_flag("cat: /proc/sys/net/ipv4/ip_forward: Permission denied", "ip_forward")
+
+
+def test_forwarded_fabric_traffic_meets_dockers_drop_policy_and_docker_user(capture):
+    """Docker's FORWARD (policy DROP, jump to DOCKER-USER first): the direction DOCKER-USER accepts
+    passes, the other falls to the policy; a DOCKER-USER that is not there passes nothing on."""
+    forward = parse_chain(
+        capture("commands/iptables_S_FORWARD.docker_policy_drop.iptables-1.8.9_nft.local_sandbox.txt"), "FORWARD"
+    )
+    user = parse_chain(
+        capture("commands/iptables_S_DOCKER-USER.accept_fabric.iptables-1.8.9_nft.local_sandbox.txt"), "DOCKER-USER"
+    )
+    absent = parse_chain(capture("commands/iptables_S.no_such_chain.iptables-1.8.9_nft.local_sandbox.txt"), "X")
+    assert (forward.policy, len(forward.rules), absent.exists) == ("DROP", 2, False)
+    chains = {"FORWARD": forward, "DOCKER-USER": user}
+    assert forwarded(chains, "FORWARD", "enp1s0f0np0", "enp1s0f1np1") == (
+        True,
+        "-A DOCKER-USER -i enp1s0f0np0 -o enp1s0f1np1 -j ACCEPT",
+    )
+    assert forwarded(chains, "FORWARD", "enp1s0f1np1", "enp1s0f0np0") == (False, "-P FORWARD DROP")
+    # the docker0 conntrack ACCEPT decides for some packets only: passed over
+    assert forwarded({**chains, "DOCKER-USER": absent}, "FORWARD", "enp1s0f0np0", "enp1s0f1np1")[0] is False
+    wildcard = parse_chain("-P FORWARD DROP\n-A FORWARD -i enp+ ! -o enP7s7 -j ACCEPT\n", "FORWARD")
+    assert forwarded({"FORWARD": wildcard}, "FORWARD", "enp1s0f0np0", "enp1s0f1np1")[0] is True
+    assert forwarded({"FORWARD": wildcard}, "FORWARD", "enp1s0f0np0", "enP7s7")[0] is False
+    with pytest.raises(ParseError, match="no -P, -N or -A line"):
+        parse_chain("iptables: Permission denied (you must be root).", "FORWARD")

@@ -5,14 +5,17 @@ the inventory the sim writes, the compose, vLLM's log, the stubs' outputs)."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from gb10check import inventory as inv
+from gb10check import probes
 from gb10check.errors import SimError
 from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_transport, parse_docker_log
+from selftests.e2e.test_read_only import READS
 from sim import deploy, inventory_file, layout, stub, vllm_logs
 from sim.scenario import builtin_names, load_scenario
 
@@ -267,3 +270,44 @@ def test_a_scenario_without_a_base_says_how_to_start(tmp_path):
         said = str(err.value)
         assert f"[nodes.{table}] changes a node, but the file has no base" in said and 'base = "healthy"' in said
         assert "topology = " in said
+
+
+# -- crossed wires (issue 19, check 1) -------------------------------------------------------------
+def test_crossed_netdevs_trade_places_on_the_wire():
+    """nodes.<name>.crossed: each netdev of a pair sits where the other's cable or switch port is wired,
+    keeping its own name and address; the others stay where they are."""
+    node = load_scenario("cable-halves-crossed").nodes[layout.node_name(1)]
+    assert [node.placed(n) for n in ("enp1s0f0np0", "enP2p1s0f0np0", "enP7s7")] == [
+        "enP2p1s0f0np0",
+        "enp1s0f0np0",
+        "enP7s7",
+    ]
+
+
+@pytest.mark.parametrize(
+    "crossed",
+    ['[["enp1s0f0np0", "enp9s9"]]', '[["enp1s0f0np0", "enP2p1s0f0np0"], ["enp1s0f0np0", "enp1s0f1np1"]]'],
+)
+def test_a_crossing_names_two_ports_the_node_has_once(tmp_path, crossed):
+    path = _scenario(tmp_path, f'base = "healthy-switch4"\n[nodes.rank1]\ncrossed = {crossed}\n')
+    with pytest.raises(SimError, match="crossed names"):
+        load_scenario(str(path))
+
+
+@pytest.mark.parametrize("name", ["healthy", "healthy-ring4", "healthy-switch4"])
+def test_the_wire_probe_asks_every_peer_and_is_a_read(name):
+    """probes.NEIGHBOURS on every shape: one ARP per peer address out of the shared rail's netdev (a
+    ring node: its two neighbours on both halves), a fallback over every other node's addresses, and
+    the command the read-only proof accepts."""
+    inventory = inv.parse_inventory(
+        inventory_file.dumps(inventory_file.written(load_scenario(name).model, RUN)), "cluster.toml"
+    )
+    for node in inventory.nodes:
+        command = probes.NEIGHBOURS.command(probes.Where(inventory, node))
+        assert command is not None and any(re.fullmatch(r, command) for r in READS), command
+        for rail, mine in inventory.members_of(node.name):
+            for other in rail.members:
+                if other.node != node.name:
+                    assert f"-I {mine.netdev} {other.ip} " in command
+        if inventory.topology == "ring":
+            assert command.count("; do ping") == 4  # each of its 4 ends has others to fall back on

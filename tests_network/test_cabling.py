@@ -1,0 +1,35 @@
+"""The cabling, proven from the wire: after each node has asked for its peers' addresses on each rail
+(one ARP per peer, out of the rail's netdev: probes.NEIGHBOURS), its neighbour table says which MAC
+answered; it must be the MAC of the netdev the inventory puts that address on (gb10check/wire.py)."""
+
+import pytest
+
+from gb10check import wire
+
+pytestmark = pytest.mark.network
+
+
+@pytest.mark.hints("cable-crossed")
+def test_cable_ends_where_the_inventory_says(rail_pair, cluster, evidence):
+    """Both ends ask for each other's address on the rail: a swapped cable, a ring out of rank order, a
+    node on another switch port or bridge, two nodes holding one address are each found here, with what
+    to move (Linux answers ARP for any of its addresses on any netdev: such a wire may still ping)."""
+    a, b = rail_pair.ends()
+    answers = [wire.answer(cluster, rail_pair.rail, a, b), wire.answer(cluster, rail_pair.rail, b, a)]
+    silent = [f"nothing answered {x.mine.node} for {x.theirs.ip} on {x.mine.netdev}" for x in answers if not x.mac]
+    suspect = wire.misplaced(cluster, rail_pair.rail)  # a switch: the node every wrong pair has in common
+    wrong = sorted((x for x in answers if not x.right and x.mac), key=lambda x: x.theirs.node != suspect)
+    if not wrong and silent:
+        pytest.skip(f"{'; '.join(silent)}: no MAC to judge (the ping of this pair, test_reachability.py, says why)")
+    evidence.expect(
+        not wrong,
+        what="who answers ARP",
+        expected=f"{a.node}'s {a.netdev} <-> {b.node}'s {b.netdev}",
+        found=f"{wrong[0].theirs.ip} answered by {wrong[0].by}" if wrong else "each end's own MAC",
+        detail="; ".join(
+            [wire.what_to_move(cluster, x) for x in wrong[:1]]
+            + [f"{x.theirs.ip} answered by {x.by}" for x in wrong[1:]]
+            + silent
+        ),
+        context={"peer_ip": b.ip, "netdev": [a.netdev]},
+    )
