@@ -231,6 +231,40 @@ def _topology(ctx: Context) -> Outcome:
     )
 
 
+# -- the launch plan of a ring (issue 19): what NCCL and vLLM need when the cables form one cycle --------
+RING_NCCL = {"NCCL_NET_PLUGIN": "none", "NCCL_IB_SUBNET_AWARE_ROUTING": "1"}  # NCCL_IB_MERGE_NICS=0: ib-merge-nics
+RING_ALGO_FROM = 4  # NCCL_ALGO=Ring from four nodes: automatic selection gave QP timeouts on a 4-ring (eugr)
+
+
+def _ring_only(ctx: Context, what: str) -> None:
+    if ctx.inventory.topology != "ring":
+        raise NotApplicable(f"{what} is a ring's; this cluster is a {ctx.inventory.topology}")
+
+
+def _ring_nccl(ctx: Context) -> Outcome:
+    _ring_only(ctx, "subnet-aware routing without the NCCL net plugin")
+    expected = dict(RING_NCCL)
+    if ctx.inventory.size >= RING_ALGO_FROM:
+        expected["NCCL_ALGO"] = "Ring"
+    env = ctx.run.environment
+    wrong = [k for k, v in expected.items() if (env.get(k) or "").lower() != v.lower()]  # NCCL: strcasecmp
+    return (
+        not wrong,
+        ", ".join(f"{k}={v}" for k, v in expected.items()) + f" (a ring of {ctx.inventory.size})",
+        ", ".join(f"{k}={_value(env.get(k))}" for k in expected),
+    )
+
+
+def _ray_on_ring(ctx: Context) -> Outcome:
+    _ring_only(ctx, "the executor backend rule")
+    backend = ctx.run.value("--distributed-executor-backend")
+    return (
+        backend != "ray",
+        "--distributed-executor-backend mp (not ray on a ring)",
+        f"--distributed-executor-backend {_value(backend)}",
+    )
+
+
 RULES: tuple[Rule, ...] = (
     Rule("host-network", "host network (NCCL needs the host NICs)", "compose-host-network", _host_network),
     Rule("ipc-host", "host IPC namespace", "compose-ipc-host", _ipc_host),
@@ -257,4 +291,6 @@ RULES: tuple[Rule, ...] = (
     Rule("reasoning-parser", "the reasoning parser", "reasoning-parser-missing", _reasoning_parser, rank0_only=True),
     Rule("tool-call-parser", "tool calling", "tool-call-parser-missing", _tool_call_parser, rank0_only=True),
     Rule("served-model-name", "the served model name", "served-name-mismatch", _served_name, rank0_only=True),
+    Rule("ring-nccl", "the ring's NCCL settings", "nccl-ring-settings", _ring_nccl),
+    Rule("ray-on-ring", "no Ray executor on a ring", "ray-on-ring", _ray_on_ring),
 )
