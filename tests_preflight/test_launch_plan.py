@@ -5,9 +5,19 @@ make sense across the nodes."""
 
 import pytest
 
+from fixtures.cluster import INVENTORY, OnNode
+from gb10check import probes
 from gb10check.facts import vllm_run
+from gb10check.node import follows_from
 
 pytestmark = pytest.mark.preflight
+
+
+def pytest_generate_tests(metafunc):
+    """`follower`: every node but rank 0 (the master itself)."""
+    if "follower" in metafunc.fixturenames and INVENTORY in metafunc.config.stash:
+        nodes = [OnNode(n.name) for n in metafunc.config.stash[INVENTORY].nodes if n.rank != 0]
+        metafunc.parametrize("follower", nodes, ids=[str(n) for n in nodes])
 
 
 @pytest.mark.hints("node-rank-repeated")
@@ -31,4 +41,40 @@ def test_node_rank_unique(cluster, inventory, deployment, evidence):
         found="; ".join(together) or ", ".join(f"{n}: {r}" for n, r in ranks.items()),
         detail="per node: " + ", ".join(f"{n}: {r or 'not set'}" for n, r in ranks.items()),
         context={"node": (wrong or sharing or [inventory.api_node.name])[0]},
+    )
+
+
+@pytest.mark.hints("master-unreachable")
+def test_master_reachable_on_control_plane(follower, cluster, inventory, evidence):
+    """Each follower reaches the master address out of its control-plane netdev (where its ranks'
+    sockets and Gloo go): full frames, don't fragment, from its own snapshot."""
+    node, master, rank0 = follower.node, inventory.master_address, inventory.api_node.name
+    netdev = inventory.control_netdev(node)
+    if netdev is None or master is None:
+        pytest.skip("the inventory gives no control plane with rank 0's address ([control] netdev and addresses)")
+    snap = cluster.snapshot(node)
+    dev = snap.fact(probes.IP_ADDR).get(netdev)
+    if dev is None or not dev.admin_up:  # ping sends nothing out of a netdev that is absent or DOWN
+        evidence.expect(
+            False,
+            what=f"the master address {master} ({rank0}) out of {netdev}",
+            expected=f"{netdev} up on {node}",
+            found=f"{netdev} {'absent' if dev is None else 'DOWN'} on {node}",
+            context={"peer_ip": master},
+        )
+    (read,) = probes.master_pings(inventory, inventory.node(node))
+    result = snap.fact(read)
+    gone = cluster.unreachable([rank0])
+    evidence.expect(
+        result.all_answered,
+        what=f"ping the master address {master} ({rank0}) out of {netdev} (full frames, don't fragment)",
+        expected=f"{result.transmitted} of {result.transmitted} answered",
+        found=f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss",
+        detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
+        hints=("node-unreachable",) if gone else (),
+        context={
+            "peer_ip": master,
+            **({"ping_size": str(result.size)} if result.size is not None else {}),
+            **({"node": gone[0]} if gone else {}),  # node-unreachable's commands: for rank 0, which is off
+        },
     )
