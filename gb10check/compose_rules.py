@@ -7,6 +7,7 @@ and returns (ok, expected, found), or raises NotApplicable. Pure; the test modul
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,11 +239,11 @@ RING_ALGO_FROM = 4  # NCCL_ALGO=Ring from four nodes: automatic selection gave Q
 
 def _ring_only(ctx: Context, what: str) -> None:
     if ctx.inventory.topology != "ring":
-        raise NotApplicable(f"{what} is a ring's; this cluster is a {ctx.inventory.topology}")
+        raise NotApplicable(f"{what} applies to a ring; this cluster is a {ctx.inventory.topology}")
 
 
 def _ring_nccl(ctx: Context) -> Outcome:
-    _ring_only(ctx, "subnet-aware routing without the NCCL net plugin")
+    _ring_only(ctx, "NCCL's ring settings rule")
     expected = dict(RING_NCCL)
     if ctx.inventory.size >= RING_ALGO_FROM:
         expected["NCCL_ALGO"] = "Ring"
@@ -256,13 +257,30 @@ def _ring_nccl(ctx: Context) -> Outcome:
 
 
 def _ray_on_ring(ctx: Context) -> Outcome:
-    _ring_only(ctx, "the executor backend rule")
+    _ring_only(ctx, "the Ray-on-a-ring rule")
     backend = ctx.run.value("--distributed-executor-backend")
     return (
         backend != "ray",
         "--distributed-executor-backend mp (not ray on a ring)",
         f"--distributed-executor-backend {_value(backend)}",
     )
+
+
+GPUS_PER_NODE = 1  # a GB10 has one GPU
+PARALLEL_SIZES = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")  # vLLM's default: 1
+
+
+def _parallel_size(ctx: Context) -> Outcome:
+    nodes = len(ctx.inventory.nodes)
+    expected = (
+        f"tensor x pipeline x data parallel = {nodes * GPUS_PER_NODE} (the GPUs: {nodes} nodes x {GPUS_PER_NODE})"
+    )
+    given = {flag: ctx.run.value(flag) for flag in PARALLEL_SIZES}
+    shown = " x ".join(f"{flag} {v}" if v is not None else f"{flag} 1 (default)" for flag, v in given.items())
+    if not all(v is None or v.isdigit() for v in given.values()):
+        return False, expected, f"{shown} (not a whole number)"
+    product = math.prod(int(v or 1) for v in given.values())
+    return product == nodes * GPUS_PER_NODE, expected, f"{shown} = {product}"
 
 
 RULES: tuple[Rule, ...] = (
@@ -293,4 +311,5 @@ RULES: tuple[Rule, ...] = (
     Rule("served-model-name", "the served model name", "served-name-mismatch", _served_name, rank0_only=True),
     Rule("ring-nccl", "the ring's NCCL settings", "nccl-ring-settings", _ring_nccl),
     Rule("ray-on-ring", "no Ray executor on a ring", "ray-on-ring", _ray_on_ring),
+    Rule("parallel-size", "TP x PP x DP = the GPUs", "parallel-size-not-gpus", _parallel_size),
 )

@@ -214,3 +214,27 @@ def test_ray_on_a_ring_is_flagged_and_the_ring_rules_skip_a_pair():
     for rule_id in RING_ONLY:
         with pytest.raises(NotApplicable, match="pair"):
             _rule(rule_id).check(_context(0))
+
+
+@pytest.mark.parametrize(
+    ("new", "ok", "said"),
+    [
+        ("--tensor-parallel-size 2 --nnodes 2", True, "--pipeline-parallel-size 1 (default) x"),
+        ("--tensor-parallel-size 2 --pipeline-parallel-size 2 --nnodes 2", False, "= 4"),
+        ("--tensor-parallel-size 1 --pipeline-parallel-size 2 --nnodes 2", True, "--pipeline-parallel-size 2"),
+        ("--tensor-parallel-size 2 --data-parallel-size 2 --nnodes 2", False, "--data-parallel-size 2 = 4"),
+        ("--tensor-parallel-size two --nnodes 2", False, "not a whole number"),
+    ],
+)
+def test_tp_times_pp_times_dp_is_the_gpus(new, ok, said):
+    compose = COMPOSE.replace("--tensor-parallel-size 2 --nnodes 2", new)
+    result, expected, found = _rule("parallel-size").check(_context(1, compose))
+    assert result == ok and said in found, found
+    assert "= 2 (the GPUs: 2 nodes x 1)" in expected
+
+
+def test_a_four_ring_at_tp_4_is_four_gpus_and_pp_2_on_top_is_not():
+    assert _rule("parallel-size").check(_ring(4))[0]
+    edit = ("--tensor-parallel-size 4", "--tensor-parallel-size 4 --pipeline-parallel-size 2")
+    ok, expected, found = _rule("parallel-size").check(_ring(4, (edit,)))
+    assert not ok and found.endswith("= 8") and "= 4 (the GPUs: 4 nodes x 1)" in expected
