@@ -8,6 +8,7 @@ import pytest
 from fixtures.cluster import INVENTORY, OnNode
 from gb10check import probes
 from gb10check.facts import vllm_run
+from gb10check.fit import tp_split_problems
 from gb10check.node import follows_from
 
 pytestmark = pytest.mark.preflight
@@ -77,4 +78,24 @@ def test_master_reachable_on_control_plane(follower, cluster, inventory, evidenc
             **({"ping_size": str(result.size)} if result.size is not None else {}),
             **({"node": gone[0]} if gone else {}),  # node-unreachable's commands: for rank 0, which is off
         },
+    )
+
+
+@pytest.mark.hints("tp-heads-indivisible")
+def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
+    """The TP size rank 0 starts with splits the model's attention and KV heads (its config.json in
+    rank 0's HF cache; the same weights and command everywhere are checks of their own)."""
+    rank0 = inventory.api_node
+    snap = cluster.snapshot(rank0.name)
+    dims = snap.fact(probes.HF_CONFIG)
+    tp = vllm_run(snap, deployment, rank0.rank).value("--tensor-parallel-size") or "1"
+    if not tp.isdigit() or int(tp) < 1:
+        pytest.skip(f"--tensor-parallel-size {tp} is not a whole number (the compose lint's topology rule says so)")
+    problems = tp_split_problems(dims, int(tp))
+    model = inventory.service.model if inventory.service else "the model"
+    evidence.expect(
+        not problems,
+        what=f"{model}'s heads over --tensor-parallel-size {tp} (config.json on {rank0.name})",
+        expected=f"TP {tp} divides the attention heads, and the KV heads divide by TP or TP by them",
+        found="; ".join(problems) or f"{dims.attention_heads} attention heads, {dims.kv_heads} KV heads",
     )
