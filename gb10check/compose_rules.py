@@ -7,6 +7,7 @@ and returns (ok, expected, found), or raises NotApplicable. Pure; the test modul
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,6 +232,57 @@ def _topology(ctx: Context) -> Outcome:
     )
 
 
+# -- the launch plan of a ring (issue 19): what NCCL and vLLM need when the cables form one cycle --------
+RING_NCCL = {"NCCL_NET_PLUGIN": "none", "NCCL_IB_SUBNET_AWARE_ROUTING": "1"}  # NCCL_IB_MERGE_NICS=0: ib-merge-nics
+RING_ALGO_FROM = 4  # NCCL_ALGO=Ring from four nodes: automatic selection gave QP timeouts on a 4-ring (eugr)
+
+
+def _ring_only(ctx: Context, what: str) -> None:
+    if ctx.inventory.topology != "ring":
+        raise NotApplicable(f"{what} applies to a ring; this cluster is a {ctx.inventory.topology}")
+
+
+def _ring_nccl(ctx: Context) -> Outcome:
+    _ring_only(ctx, "NCCL's ring settings rule")
+    expected = dict(RING_NCCL)
+    if ctx.inventory.size >= RING_ALGO_FROM:
+        expected["NCCL_ALGO"] = "Ring"
+    env = ctx.run.environment
+    wrong = [k for k, v in expected.items() if (env.get(k) or "").lower() != v.lower()]  # NCCL: strcasecmp
+    return (
+        not wrong,
+        ", ".join(f"{k}={v}" for k, v in expected.items()) + f" (a ring of {ctx.inventory.size})",
+        ", ".join(f"{k}={_value(env.get(k))}" for k in expected),
+    )
+
+
+def _ray_on_ring(ctx: Context) -> Outcome:
+    _ring_only(ctx, "the Ray-on-a-ring rule")
+    backend = ctx.run.value("--distributed-executor-backend")
+    return (
+        backend != "ray",
+        "--distributed-executor-backend mp (not ray on a ring)",
+        f"--distributed-executor-backend {_value(backend)}",
+    )
+
+
+GPUS_PER_NODE = 1  # a GB10 has one GPU
+PARALLEL_SIZES = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")  # vLLM's default: 1
+
+
+def _parallel_size(ctx: Context) -> Outcome:
+    nodes = len(ctx.inventory.nodes)
+    expected = (
+        f"tensor x pipeline x data parallel = {nodes * GPUS_PER_NODE} (the GPUs: {nodes} nodes x {GPUS_PER_NODE})"
+    )
+    given = {flag: ctx.run.value(flag) for flag in PARALLEL_SIZES}
+    shown = " x ".join(f"{flag} {v}" if v is not None else f"{flag} 1 (default)" for flag, v in given.items())
+    if not all(v is None or v.isdigit() for v in given.values()):
+        return False, expected, f"{shown} (not a whole number)"
+    product = math.prod(int(v or 1) for v in given.values())
+    return product == nodes * GPUS_PER_NODE, expected, f"{shown} = {product}"
+
+
 RULES: tuple[Rule, ...] = (
     Rule("host-network", "host network (NCCL needs the host NICs)", "compose-host-network", _host_network),
     Rule("ipc-host", "host IPC namespace", "compose-ipc-host", _ipc_host),
@@ -257,4 +309,7 @@ RULES: tuple[Rule, ...] = (
     Rule("reasoning-parser", "the reasoning parser", "reasoning-parser-missing", _reasoning_parser, rank0_only=True),
     Rule("tool-call-parser", "tool calling", "tool-call-parser-missing", _tool_call_parser, rank0_only=True),
     Rule("served-model-name", "the served model name", "served-name-mismatch", _served_name, rank0_only=True),
+    Rule("ring-nccl", "the ring's NCCL settings", "nccl-ring-settings", _ring_nccl),
+    Rule("ray-on-ring", "no Ray executor on a ring", "ray-on-ring", _ray_on_ring),
+    Rule("parallel-size", "TP x PP x DP = the GPUs", "parallel-size-not-gpus", _parallel_size),
 )

@@ -31,6 +31,7 @@ class ModelDims:
     linear_key_head_dim: int
     linear_value_head_dim: int
     max_position_embeddings: int | None = None  # vLLM's max_model_len when the command gives none
+    attention_heads: int = 0  # num_attention_heads (query heads): TP must divide them
 
     @property
     def unquantized_16bit(self) -> bool:
@@ -68,6 +69,7 @@ def parse_model_config(text: str) -> ModelDims:
         linear_key_head_dim=int(cfg.get("linear_key_head_dim") or 0),
         linear_value_head_dim=int(cfg.get("linear_value_head_dim") or 0),
         max_position_embeddings=int(cfg["max_position_embeddings"]) if cfg.get("max_position_embeddings") else None,
+        attention_heads=heads,
     )
 
 
@@ -83,10 +85,20 @@ class Fit:
     mem_total: int
     gpu_memory_utilization: float
     container_limit: int | None
+    pp: int = 1  # pipeline-parallel stages: each node holds its stage's layers only
 
     @property
     def weights_per_node(self) -> int:
-        return self.weights_total // self.tp
+        return self.weights_total // (self.tp * self.pp)
+
+    @property
+    def full_layers_per_stage(self) -> int:
+        """The full-attention layers of the fullest stage (vLLM splits the layers as evenly as it can)."""
+        return -(-self.dims.full_attention_layers // self.pp)
+
+    @property
+    def linear_layers_per_stage(self) -> int:
+        return -(-self.dims.linear_layers // self.pp)
 
     @property
     def kv_heads_per_node(self) -> int:
@@ -95,7 +107,7 @@ class Fit:
     @property
     def kv_per_token(self) -> int:
         d = self.dims
-        return d.full_attention_layers * self.kv_heads_per_node * d.head_dim * 2 * self.kv_bytes
+        return self.full_layers_per_stage * self.kv_heads_per_node * d.head_dim * 2 * self.kv_bytes
 
     @property
     def kv_per_sequence(self) -> int:
@@ -105,7 +117,7 @@ class Fit:
     def state_per_sequence(self) -> int:
         d = self.dims
         heads = max(1, d.linear_value_heads // self.tp) if d.linear_value_heads else 0
-        return d.linear_layers * heads * d.linear_key_head_dim * d.linear_value_head_dim * self.state_bytes
+        return self.linear_layers_per_stage * heads * d.linear_key_head_dim * d.linear_value_head_dim * self.state_bytes
 
     @property
     def need(self) -> int:
@@ -126,16 +138,19 @@ class Fit:
     def lines(self) -> list[str]:
         d = self.dims
         kind = f"{d.dtype}" + (f", {d.quantization} quantized" if d.quantization else "")
+        split, per = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else ""), " per stage" if self.pp > 1 else ""
         out = [
-            f"weights ({kind}): {gib(self.weights_total)} / TP {self.tp} = {gib(self.weights_per_node)} per node",
-            f"KV cache: {d.full_attention_layers} full-attention layers x {self.kv_heads_per_node} KV head(s) per node"
+            f"weights ({kind}): {gib(self.weights_total)} / {split} = {gib(self.weights_per_node)} per node",
+            f"KV cache: {self.full_layers_per_stage} full-attention layers{per} x {self.kv_heads_per_node} KV head(s)"
+            " per node"
             f" x head_dim {d.head_dim} x 2 (K,V) x {self.kv_bytes} B = {self.kv_per_token / KIB:g} KiB/token/node;"
             f" x max_model_len {self.max_model_len} = {gib(self.kv_per_sequence)}",
         ]
         if self.state_per_sequence:
             heads = max(1, d.linear_value_heads // self.tp)
             out.append(
-                f"recurrent state: {d.linear_layers} layers x {heads} V heads per node x {d.linear_key_head_dim} x "
+                f"recurrent state: {self.linear_layers_per_stage} layers{per} x {heads} V heads per node x "
+                f"{d.linear_key_head_dim} x "
                 f"{d.linear_value_head_dim} x {self.state_bytes} B = {self.state_per_sequence / MIB:g} MiB/sequence;"
                 f" x max-num-seqs {self.max_num_seqs} = {self.state_per_sequence * self.max_num_seqs / MIB:g} MiB"
             )
@@ -149,3 +164,18 @@ class Fit:
 
 def gib(n: int | float) -> str:
     return f"{n / GIB:.2f} GiB"
+
+
+def tp_split_problems(dims: ModelDims, tp: int) -> list[str]:
+    """How the attention heads fail to split over `tp` ranks, as vLLM's QKV sharding needs them: the
+    query heads a multiple of TP; the KV heads a multiple of TP, or, fewer than TP, a divisor of it
+    (each then replicated TP / KV times). [] when they split."""
+    out = []
+    if dims.attention_heads % tp:
+        out.append(f"{dims.attention_heads} attention heads do not divide by TP {tp}")
+    kv = dims.kv_heads
+    if kv >= tp and kv % tp:
+        out.append(f"{kv} KV heads do not divide by TP {tp}")
+    elif kv < tp and tp % kv:
+        out.append(f"TP {tp} is not a multiple of the {kv} KV heads (fewer KV heads than ranks are replicated)")
+    return out

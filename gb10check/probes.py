@@ -449,12 +449,14 @@ PING_COUNT, PING_INTERVAL = 2, 0.2  # 0.2 s: the shortest interval ping allows w
 def ping_over(mine: inv.Member, target: inv.Member) -> Read[PingResult]:
     """Ping `target`'s address out of this node's netdev on their rail (`mine`), don't-fragment, with
     the largest payload the netdev's MTU carries (a path that drops full frames shows as loss)."""
-    size = f"$(( $(cat /sys/class/net/{q(mine.netdev)}/mtu) - 28 ))"
-    command = f"ping -n -c {PING_COUNT} -i {PING_INTERVAL:g} -W 1 -M do -s {size} -I {q(mine.netdev)} {q(target.ip)}"
+    return _ping(f"ping:{target.node}:{mine.netdev}", mine.netdev, target.ip)
+
+
+def _ping(name: str, netdev: str, ip: str) -> Read[PingResult]:
+    size = f"$(( $(cat /sys/class/net/{q(netdev)}/mtu) - 28 ))"
+    command = f"ping -n -c {PING_COUNT} -i {PING_INTERVAL:g} -W 1 -M do -s {size} -I {q(netdev)} {q(ip)}"
     # ping exits 1 when nothing came back, with its summary: a verdict, not an error
-    return Read(
-        f"ping:{target.node}:{mine.netdev}", _always(command), parse_ping, accept_rc=(0, 1), bound=lambda _t: 5.0
-    )
+    return Read(name, _always(command), parse_ping, accept_rc=(0, 1), bound=lambda _t: 5.0)
 
 
 def pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResult]]:
@@ -467,11 +469,21 @@ def pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResult]]:
     ]  # fmt: skip
 
 
+def master_pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResult]]:
+    """A follower pings the master address out of its control-plane netdev, as its ranks will reach
+    rank 0 (full frames, don't fragment); rank 0, or an inventory without them, has none."""
+    netdev, master = inventory.control_netdev(node.name), inventory.master_address
+    if node.rank == 0 or netdev is None or master is None:
+        return []
+    return [_ping(f"master_ping:{netdev}", netdev, master)]
+
+
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
     """The probes of one node's snapshot: every declared read that applies to it."""
     where = Where(inventory, node)
     probes = []
-    for read in (*SNAPSHOT_READS, *ssh_logins(inventory, node), *pings(inventory, node)):
+    reads = (*SNAPSHOT_READS, *ssh_logins(inventory, node), *pings(inventory, node))
+    for read in (*reads, *master_pings(inventory, node)):
         command = read.command(where)
         if command is not None:
             bound = read.bound(inventory.thresholds) if read.bound else None

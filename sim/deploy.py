@@ -118,6 +118,7 @@ def build_hf_cache(folder: Path, repo: str, spec: dict[str, Any]) -> None:
     config = dict(MODEL_CONFIG)
     if checkpoint["quantization_config"]:
         config["quantization_config"] = checkpoint["quantization_config"]
+    config.update(spec.get("config", {}))
     shard = total // SHARDS
     names = [f"model-{i:05d}-of-{SHARDS:05d}.safetensors" for i in range(1, SHARDS + 1)]
     index = {

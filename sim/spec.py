@@ -118,6 +118,7 @@ class Hf(_Spec):
     unreadable: list[str] = []
     missing_files: list[str] = []
     absent: bool = False
+    config: dict[str, int] = {}  # config.json values over the checkpoint's (e.g. heads padded for TP=3)
 
 
 class RdmaPort(_Spec):

@@ -44,6 +44,7 @@ def test_model_fits(node, inventory, deployment, evidence):
         mem_total=mem.total,
         gpu_memory_utilization=_number(run, "--gpu-memory-utilization", DEFAULT_GPU_MEMORY_UTILIZATION, float),
         container_limit=svc.memory_limit,
+        pp=_number(run, "--pipeline-parallel-size", 1, int),  # each stage holds its own layers
     )
     arithmetic = "\n  " + "\n  ".join(fit.lines())
     if not fit.weights_fit:

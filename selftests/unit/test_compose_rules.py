@@ -18,6 +18,7 @@ COMPOSE = (ROOT / "sim" / "deploy" / "compose.yml").read_text()
 EXAMPLE = (ROOT / "fixtures" / "cluster.example.toml").read_text()
 ADDRESS = {0: "169.254.94.252", 1: "169.254.159.206"}
 MEM_TOTAL = int(119.17 * GIB)  # a GB10's MemTotal
+RING_ONLY = ("ring-nccl", "ray-on-ring")  # the pair skips them (the last test below)
 
 
 def _context(rank: int, compose: str = COMPOSE, inventory_text: str = EXAMPLE) -> Context:
@@ -34,7 +35,7 @@ def _rule(rule_id: str):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_the_sims_compose_passes_every_rule(rank):
     for rule in RULES:
-        if rule.rank0_only and rank != 0:
+        if (rule.rank0_only and rank != 0) or rule.id in RING_ONLY:
             continue
         ok, expected, found = rule.check(_context(rank))
         assert ok, f"{rule.id}: expected {expected}, found {found}"
@@ -149,3 +150,91 @@ def test_the_gid_index_rule_takes_the_smallest_index_as_a_number():
     inventory_text = EXAMPLE[:second] + "gid_index = 10" + EXAMPLE[second + len("gid_index = 3") :]
     ok, expected, found = _rule("ib-gid-index").check(_context(0, inventory_text=inventory_text))
     assert ok and "NCCL_IB_GID_INDEX=3" in expected, (expected, found)
+
+
+# -- the launch plan of a ring (issue 19) ---------------------------------------------------------------
+def _ring(size: int, edits: tuple[tuple[str, str], ...] = (), rank: int = 1) -> Context:
+    """Rank `rank` of the sim's healthy ring of `size` nodes: its inventory and its rendered compose."""
+    from sim import deploy, inventory_file, layout
+    from sim.scenario import load_scenario
+
+    model = load_scenario("healthy-ring4" if size == 4 else "healthy-ring3").model
+    assert len(model.nodes) == size
+    text = inventory_file.dumps(inventory_file.written(model, Path("/run/gb10sim/0")))
+    cluster = deploy.ComposeCluster("ring", size, "192.168.40.30", "enP7s7", layout.DEVICE_ORDER)
+    compose = deploy.render_compose(list(edits), cluster)
+    env = {
+        "MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8",
+        "NODE_RANK": str(rank),
+        "VLLM_HOST_IP": f"192.168.40.{30 + 2 * rank}",
+    }
+    svc = load_service(compose, env, container="vllm-qwen38", what="c", compose_dir="/d", env_files={"/d/.env": env})
+    return Context(svc, rank_run(svc, rank, "c"), rank, parse_inventory(text, "cluster.toml"), MEM_TOTAL)
+
+
+@pytest.mark.parametrize("size", [3, 4])
+def test_the_sims_ring_compose_passes_every_rule(size):
+    for rank in (0, size - 1):
+        ctx = _ring(size, rank=rank)
+        for rule in RULES:
+            if rule.rank0_only and rank != 0:
+                continue
+            try:
+                ok, expected, found = rule.check(ctx)
+            except NotApplicable:
+                continue
+            assert ok, f"{rule.id}: expected {expected}, found {found}"
+
+
+@pytest.mark.parametrize(
+    ("size", "line", "found"),
+    [
+        (3, "      - NCCL_IB_SUBNET_AWARE_ROUTING=1\n", "NCCL_IB_SUBNET_AWARE_ROUTING=not set"),
+        (4, "      - NCCL_IB_SUBNET_AWARE_ROUTING=1\n", "NCCL_IB_SUBNET_AWARE_ROUTING=not set"),
+        (3, "      - NCCL_NET_PLUGIN=none\n", "NCCL_NET_PLUGIN=not set"),
+        (4, "      - NCCL_ALGO=Ring\n", "NCCL_ALGO=not set"),
+    ],
+)
+def test_a_ring_without_one_of_its_nccl_settings_fails_naming_it(size, line, found):
+    ok, expected, said = _rule("ring-nccl").check(_ring(size, ((line, ""),)))
+    assert not ok and found in said, said
+    assert ("NCCL_ALGO=Ring" in expected) == (size >= 4) and f"a ring of {size}" in expected
+
+
+def test_the_ring_algorithm_is_not_asked_of_a_three_ring_and_case_does_not_matter():
+    assert "NCCL_ALGO" not in _rule("ring-nccl").check(_ring(3))[1]
+    assert _rule("ring-nccl").check(_ring(4, (("NCCL_ALGO=Ring", "NCCL_ALGO=ring"),)))[0]
+    ok, _, found = _rule("ring-nccl").check(_ring(4, (("NCCL_ALGO=Ring", "NCCL_ALGO=Tree"),)))
+    assert not ok and "NCCL_ALGO=Tree" in found
+
+
+def test_ray_on_a_ring_is_flagged_and_the_ring_rules_skip_a_pair():
+    ok, expected, found = _rule("ray-on-ring").check(_ring(3, (("backend mp", "backend ray"),)))
+    assert not ok and found == "--distributed-executor-backend ray" and "mp" in expected
+    for rule_id in RING_ONLY:
+        with pytest.raises(NotApplicable, match="pair"):
+            _rule(rule_id).check(_context(0))
+
+
+@pytest.mark.parametrize(
+    ("new", "ok", "said"),
+    [
+        ("--tensor-parallel-size 2 --nnodes 2", True, "--pipeline-parallel-size 1 (default) x"),
+        ("--tensor-parallel-size 2 --pipeline-parallel-size 2 --nnodes 2", False, "= 4"),
+        ("--tensor-parallel-size 1 --pipeline-parallel-size 2 --nnodes 2", True, "--pipeline-parallel-size 2"),
+        ("--tensor-parallel-size 2 --data-parallel-size 2 --nnodes 2", False, "--data-parallel-size 2 = 4"),
+        ("--tensor-parallel-size two --nnodes 2", False, "not a whole number"),
+    ],
+)
+def test_tp_times_pp_times_dp_is_the_gpus(new, ok, said):
+    compose = COMPOSE.replace("--tensor-parallel-size 2 --nnodes 2", new)
+    result, expected, found = _rule("parallel-size").check(_context(1, compose))
+    assert result == ok and said in found, found
+    assert "= 2 (the GPUs: 2 nodes x 1)" in expected
+
+
+def test_a_four_ring_at_tp_4_is_four_gpus_and_pp_2_on_top_is_not():
+    assert _rule("parallel-size").check(_ring(4))[0]
+    edit = ("--tensor-parallel-size 4", "--tensor-parallel-size 4 --pipeline-parallel-size 2")
+    ok, expected, found = _rule("parallel-size").check(_ring(4, (edit,)))
+    assert not ok and found.endswith("= 8") and "= 4 (the GPUs: 4 nodes x 1)" in expected

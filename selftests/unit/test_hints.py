@@ -90,6 +90,9 @@ def test_symptoms_match_real_failure_texts():
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
         )
     ]
+    assert [h.id for h in cat.match(
+        "ValueError: Total number of attention heads (16) must be divisible by tensor parallel size (3)."
+    )] == ["tp-heads-indivisible"]  # fmt: skip
     assert cat.match("all good") == []
 
 

@@ -397,3 +397,42 @@ def test_docker_info_without_a_server_is_daemon_down_even_without_stderr():
     with pytest.raises(ParseError) as info:
         parse_docker_info(DAEMON_DOWN["info"]["stdout"])
     assert info.value.hint_ids == ("docker-daemon-down",)
+
+
+# -- the heads over TP (issue 19, the launch plan) ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("heads", "kv", "tp", "problems"),
+    [
+        (16, 2, 2, []),
+        (16, 2, 4, []),  # 2 KV heads replicated twice
+        (16, 2, 8, []),
+        (16, 2, 3, ["16 attention heads do not divide by TP 3", "TP 3 is not a multiple of the 2 KV heads"]),
+        (18, 3, 3, []),  # padded for TP=3
+        (16, 3, 2, ["3 KV heads do not divide by TP 2"]),
+        (64, 8, 3, ["64 attention heads", "8 KV heads do not divide by TP 3"]),  # the field report: 64 heads at TP=3
+    ],
+)
+def test_tp_must_split_the_attention_and_kv_heads(heads, kv, tp, problems):
+    from gb10check.fit import tp_split_problems
+
+    dims = parse_model_config(
+        f'{{"num_hidden_layers": 48, "num_attention_heads": {heads}, "num_key_value_heads": {kv}, "head_dim": 256}}'
+    )
+    assert dims.attention_heads == heads and dims.kv_heads == kv
+    found = tp_split_problems(dims, tp)
+    assert len(found) == len(problems) and all(p in f for p, f in zip(problems, found, strict=True)), found
+
+
+def test_pipeline_stages_hold_their_own_layers():
+    """TP 2 x PP 2 on four nodes: a quarter of the weights per node, the fullest stage's layers for the
+    KV cache and the recurrent state (48 layers: 12 full-attention and 36 linear, 6 and 18 per stage)."""
+    one = _fit(172.78, True)
+    two = Fit(*(getattr(one, f) for f in ("dims", "weights_total", "tp", "max_model_len", "max_num_seqs")),
+              2, 2, one.mem_total, 0.80, 105 * GIB, pp=2)  # fmt: skip
+    assert two.weights_per_node == one.weights_total // 4
+    assert (two.full_layers_per_stage, two.linear_layers_per_stage) == (6, 18)
+    assert two.kv_per_token * 2 == one.kv_per_token and two.state_per_sequence * 2 == one.state_per_sequence
+    assert "/ TP 2 x PP 2 =" in two.lines()[0] and "6 full-attention layers per stage" in two.lines()[1]
+    odd = Fit(one.dims, one.weights_total, 1, 262144, 8, 2, 2, one.mem_total, 0.80, None, pp=5)
+    assert (odd.full_layers_per_stage, odd.linear_layers_per_stage) == (3, 8)  # 12/5 and 36/5, rounded up
+    assert one.lines() == _fit(172.78, True).lines() and "PP" not in " ".join(one.lines())

@@ -1,0 +1,101 @@
+"""The launch plan across the nodes (issue 19): what each node's compose and script say together.
+
+Each node's own `vllm serve` is judged rule by rule in test_compose_lint.py; here the checks that only
+make sense across the nodes."""
+
+import pytest
+
+from fixtures.cluster import INVENTORY, OnNode
+from gb10check import probes
+from gb10check.facts import vllm_run
+from gb10check.fit import tp_split_problems
+from gb10check.node import follows_from
+
+pytestmark = pytest.mark.preflight
+
+
+def pytest_generate_tests(metafunc):
+    """`follower`: every node but rank 0 (the master itself)."""
+    if "follower" in metafunc.fixturenames and INVENTORY in metafunc.config.stash:
+        nodes = [OnNode(n.name) for n in metafunc.config.stash[INVENTORY].nodes if n.rank != 0]
+        metafunc.parametrize("follower", nodes, ids=[str(n) for n in nodes])
+
+
+@pytest.mark.hints("node-rank-repeated")
+def test_node_rank_unique(cluster, inventory, deployment, evidence):
+    """Every node starts vLLM with its own --node-rank: two nodes with one rank are named together."""
+    cluster.gather()
+    snaps = {n.name: cluster.snapshot(n.name) for n in inventory.nodes}
+    ranks = {n.name: vllm_run(snaps[n.name], deployment, n.rank).value("--node-rank") for n in inventory.nodes}
+    holders: dict[str | None, list[str]] = {}
+    for name, rank in ranks.items():
+        holders.setdefault(rank, []).append(name)
+    repeated = {rank: names for rank, names in holders.items() if len(names) > 1}
+    together = [f"--node-rank {r or 'not set'} on {' and '.join(names)}" for r, names in repeated.items()]
+    # the node to fix: of those sharing a rank, the one whose inventory rank is another
+    sharing = [n for names in repeated.values() for n in names]
+    wrong = [n for n in sharing if ranks[n] != str(inventory.node(n).rank)]
+    evidence.expect(
+        not repeated,
+        what="--node-rank across the nodes",
+        expected=f"each of 0..{inventory.size - 1} once (every node its inventory rank)",
+        found="; ".join(together) or ", ".join(f"{n}: {r}" for n, r in ranks.items()),
+        detail="per node: " + ", ".join(f"{n}: {r or 'not set'}" for n, r in ranks.items()),
+        context={"node": (wrong or sharing or [inventory.api_node.name])[0]},
+    )
+
+
+@pytest.mark.hints("master-unreachable")
+def test_master_reachable_on_control_plane(follower, cluster, inventory, evidence):
+    """Each follower reaches the master address out of its control-plane netdev (where its ranks'
+    sockets and Gloo go): full frames, don't fragment, from its own snapshot."""
+    node, master, rank0 = follower.node, inventory.master_address, inventory.api_node.name
+    netdev = inventory.control_netdev(node)
+    if netdev is None or master is None:
+        pytest.skip("the inventory gives no control plane with rank 0's address ([control] netdev and addresses)")
+    snap = cluster.snapshot(node)
+    dev = snap.fact(probes.IP_ADDR).get(netdev)
+    if dev is None or not dev.admin_up:  # ping sends nothing out of a netdev that is absent or DOWN
+        evidence.expect(
+            False,
+            what=f"the master address {master} ({rank0}) out of {netdev}",
+            expected=f"{netdev} up on {node}",
+            found=f"{netdev} {'absent' if dev is None else 'DOWN'} on {node}",
+            context={"peer_ip": master},
+        )
+    (read,) = probes.master_pings(inventory, inventory.node(node))
+    result = snap.fact(read)
+    gone = cluster.unreachable([rank0])
+    evidence.expect(
+        result.all_answered,
+        what=f"ping the master address {master} ({rank0}) out of {netdev} (full frames, don't fragment)",
+        expected=f"{result.transmitted} of {result.transmitted} answered",
+        found=f"{result.received} of {result.transmitted} answered, {result.loss_pct:g}% loss",
+        detail="; ".join([*result.messages, *([follows_from(gone)] if gone else [])]),
+        hints=("node-unreachable",) if gone else (),
+        context={
+            "peer_ip": master,
+            **({"ping_size": str(result.size)} if result.size is not None else {}),
+            **({"node": gone[0]} if gone else {}),  # node-unreachable's commands: for rank 0, which is off
+        },
+    )
+
+
+@pytest.mark.hints("tp-heads-indivisible")
+def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
+    """The TP size rank 0 starts with splits the model's attention and KV heads (its config.json in
+    rank 0's HF cache; the same weights and command everywhere are checks of their own)."""
+    rank0 = inventory.api_node
+    snap = cluster.snapshot(rank0.name)
+    dims = snap.fact(probes.HF_CONFIG)
+    tp = vllm_run(snap, deployment, rank0.rank).value("--tensor-parallel-size") or "1"
+    if not tp.isdigit() or int(tp) < 1:
+        pytest.skip(f"--tensor-parallel-size {tp} is not a whole number (the compose lint's topology rule says so)")
+    problems = tp_split_problems(dims, int(tp))
+    model = inventory.service.model if inventory.service else "the model"
+    evidence.expect(
+        not problems,
+        what=f"{model}'s heads over --tensor-parallel-size {tp} (config.json on {rank0.name})",
+        expected=f"TP {tp} divides the attention heads, and the KV heads divide by TP or TP by them",
+        found="; ".join(problems) or f"{dims.attention_heads} attention heads, {dims.kv_heads} KV heads",
+    )
