@@ -71,8 +71,10 @@ def test_rdma_port_active(member, cluster, link_down_advice, evidence):
 
 @pytest.mark.performance
 @pytest.mark.hints("link-rate-low")
-def test_rdma_port_rate(member, cluster, evidence):
-    """The rate the port negotiated (mlx5 derives it from the Ethernet speed in force)."""
+def test_rdma_port_rate(member, cluster, inventory, evidence):
+    """The rate the port negotiated (mlx5 derives it from the Ethernet speed in force) against its rail's
+    declared rate (rate_gbps: 200, 100 for a declared breakout); on a switch the far end is a switch port,
+    named as the side to fix (`switch-port-rate-low`)."""
     end, rail = member.member, member.rail
     port = _port_of(member, cluster, evidence)
     if not port.active:
@@ -80,11 +82,23 @@ def test_rdma_port_rate(member, cluster, evidence):
             f"{end.rdma_device} is not ACTIVE ({port.state}): its rate is mlx5's placeholder (see the state check)"
         )
     gbps = port.rate_gbps
+    evidence.figure("rate_gbps", gbps)
+    ok = gbps is not None and gbps >= rail.rate_gbps
+    on_switch = inventory.topology == "switch"
+    detail = ""
+    if not ok and on_switch and gbps is not None:
+        detail = (
+            f"{end.netdev} is cabled to a switch port (topology switch): that switch port auto-negotiated "
+            f"{gbps:g}G; force {rail.rate_gbps:g}G on it (RouterOS: auto-negotiation=no "
+            f"speed={rail.rate_gbps:g}G-baseCR4)"
+        )
     evidence.expect(
-        gbps is not None and gbps >= rail.rate_gbps,
+        ok,
         what=f"{end.rdma_device} negotiated rate",
         expected=f">= {rail.rate_gbps:g} Gb/sec (rail {rail.name})",
         found=port.rate or "not readable",
+        detail=detail,
+        hints=("switch-port-rate-low",) if detail else (),
     )
 
 
