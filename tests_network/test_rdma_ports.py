@@ -92,13 +92,33 @@ def test_rdma_port_rate(member, cluster, inventory, evidence):
             f"{gbps:g}G; force {rail.rate_gbps:g}G on it (RouterOS: auto-negotiation=no "
             f"speed={rail.rate_gbps:g}G-baseCR4)"
         )
+    elif not ok and gbps is not None:
+        detail = _far_end_rate(cluster, member)
     evidence.expect(
         ok,
         what=f"{end.rdma_device} negotiated rate",
         expected=f">= {rail.rate_gbps:g} Gb/sec (rail {rail.name})",
         found=port.rate or "not readable",
         detail=detail,
-        hints=("switch-port-rate-low",) if detail else (),
+        hints=("switch-port-rate-low",) if on_switch and detail else (),
+    )
+
+
+def _far_end_rate(cluster, member):
+    """On a cable between two nodes (a pair, a ring), what the other end negotiated: both low points at
+    the cable (its rating, a half-seated plug), this end alone at this port."""
+    far = next((m for m in member.rail.members if m.node != member.node), None)
+    if far is None:
+        return ""
+    try:
+        port = _ports(cluster, far.node).get(far.rdma_device)
+    except GB10Error:  # that node's own checks say why
+        return ""
+    if port is None or not port.active:
+        return ""
+    both = port.rate_gbps is not None and port.rate_gbps < member.rail.rate_gbps
+    return f"the other end of the cable, {far.node}'s {far.rdma_device}, negotiated {port.rate}" + (
+        ": both ends low, look at the cable (its rating, its seating) first" if both else ": only this end is low"
     )
 
 
