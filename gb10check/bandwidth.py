@@ -57,6 +57,16 @@ def degraded(gbps: float, rates: Sequence[float | None], declared: float) -> boo
     return lowest >= declared and gbps < DEGRADED_SHARE * lowest
 
 
+def degraded_node(bad: Sequence[tuple[str, str]], good: Sequence[tuple[str, str]]) -> str | None:
+    """The one node in every degraded pair of a rail and in none of its healthy pairs (a switch rail: the
+    degraded card's node meets every other node there), None when the pairs do not single one out."""
+    if not bad:
+        return None
+    common = set(bad[0]).intersection(*map(set, bad[1:]))
+    odd = [n for n in sorted(common) if not any(n in pair for pair in good)]
+    return odd[0] if len(odd) == 1 and len(common) == 1 else None
+
+
 LOG_DIR = "/tmp"  # the server's output and pid file, removed by the stop
 STILL_RUNNING = "gb10check: the ib_write_bw server is still running"
 

@@ -96,6 +96,10 @@ class Runs:
     def _measurable(self, pairs):
         return [p for p in pairs if all(self.cluster.snapshot(n).error is None for n in p.nodes)]
 
+    def measured_alone(self, rail):
+        """Every run measured so far over `rail` alone (the pairs the selection asked about)."""
+        return [r for r in self.memo.get("alone", []) if r.job.rail.name == rail.name and r.gbps is not None]
+
     def alone(self, pair):
         """The run of `pair` (an OnPair with its rail) alone on its rail."""
         self._reachable(pair)
@@ -167,17 +171,32 @@ def _negotiated(cluster, rail, nodes):
     return rates
 
 
-def _slow_card(cluster, rail, nodes, gbps):
-    """(hints, detail) of a figure below the minimum: `cx7-degraded` when far below what both ends negotiated."""
+def _slow_card(cluster, rail, nodes, gbps, others=()):
+    """(hints, detail, context) of a figure below the minimum: `cx7-degraded` when far below what both ends
+    negotiated; with the rail's other runs (`others`, a switch rail), the node whose card it is, named."""
     rates = _negotiated(cluster, rail, nodes)
     if not bandwidth.degraded(gbps, rates, rail.rate_gbps):
-        return (), ""
+        return (), "", None
     lowest = min(r for r in rates if r is not None)
-    return ("cx7-degraded",), (
+    detail = (
         f"{gbps:.2f} Gb/s over {rail.name} is {gbps / lowest:.0%} of the {lowest:g} Gb/s both ends negotiated "
         f"(below {bandwidth.DEGRADED_SHARE:.1%}): not a slow link but a ConnectX-7 that initialised degraded "
         "(full rate shown, a few Gb/s moved)"
     )
+    bad: list[tuple[str, str]] = []
+    good: list[tuple[str, str]] = []
+    for run in others:
+        slow = bandwidth.degraded(run.gbps, _negotiated(cluster, rail, run.job.pair), rail.rate_gbps)
+        (bad if slow else good).append(run.job.pair)
+    node = bandwidth.degraded_node(bad, good) if len(bad) + len(good) > 1 else None
+    if node is None:
+        return ("cx7-degraded",), detail, None
+    end = rail.member(node)
+    detail += (
+        f"; {node} is in every such pair on {rail.name} and in none of its fast ones: "
+        f"its {end.rdma_device} is the degraded card"
+    )
+    return ("cx7-degraded",), detail, {"node": node, "netdev": [end.netdev]}
 
 
 @pytest.mark.performance
@@ -190,7 +209,7 @@ def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
         pytest.skip(f"no figure: the run {run.where} failed ({run.failure.what}); see test_rdma_write_runs")
     rail = rail_pair.rail
     evidence.figure("bandwidth_gbps", run.gbps)
-    hints, detail = _slow_card(cluster, rail, rail_pair.nodes, run.gbps)
+    hints, detail, context = _slow_card(cluster, rail, rail_pair.nodes, run.gbps, runs.measured_alone(rail))
     evidence.expect(
         run.gbps >= rail.min_gbps,
         what=f"RDMA write bandwidth, the rail alone ({run.setup})",
@@ -198,6 +217,7 @@ def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
         found=f"{run.gbps:.2f} Gb/s",
         detail=detail,
         hints=hints,
+        context=context,
     )
 
 
@@ -216,8 +236,9 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, e
     evidence.figure("bandwidth_gbps", total)
     for run in both:
         evidence.figure(f"bandwidth_gbps_{run.job.rail.name}", run.gbps)
-    cards = [_slow_card(cluster, r.job.rail, node_pair.nodes, r.gbps) for r in both]
-    degraded = [detail for hints, detail in cards if hints]
+    cards = [_slow_card(cluster, r.job.rail, node_pair.nodes, r.gbps, runs.measured_alone(r.job.rail)) for r in both]
+    degraded = [detail for hints, detail, _ in cards if hints]
+    named = next((context for hints, _, context in cards if context), None)
     evidence.expect(
         total >= needed,
         what=f"RDMA write bandwidth, {len(both)} rails at once",
@@ -225,4 +246,5 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, e
         found=f"{total:.2f} Gb/s (" + ", ".join(f"{r.job.rail.name} {r.gbps:.2f}" for r in both) + ")",
         detail="; ".join(degraded),
         hints=("cx7-degraded",) if degraded else (),
+        context=named,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check.bandwidth import DEGRADED_SHARE, degraded
+from gb10check.bandwidth import DEGRADED_SHARE, degraded, degraded_node
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,14 @@ def test_degraded_is_far_below_what_both_ends_negotiated(gbps, rates, declared, 
 
 def test_the_share_sits_between_the_degraded_card_and_a_slow_link():
     assert 13.23 < DEGRADED_SHARE * 200 < 40
+
+
+def test_the_node_in_every_degraded_pair_of_a_rail_and_no_fast_one_is_named():
+    # a 4-switch rail, rank 2's card degraded: its three pairs slow, the other three fast
+    bad = [("n0", "n2"), ("n1", "n2"), ("n2", "n3")]
+    good = [("n0", "n1"), ("n0", "n3"), ("n1", "n3")]
+    assert degraded_node(bad, good) == "n2"
+    assert degraded_node(bad[:1], good) is None  # one slow pair: either end's card
+    assert degraded_node([("n0", "n2"), ("n1", "n3")], []) is None  # nothing common
+    assert degraded_node([("n0", "n2"), ("n1", "n2")], [("n2", "n3")]) is None  # n2 also fast with n3
+    assert degraded_node([], good) is None
