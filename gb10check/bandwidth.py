@@ -40,6 +40,33 @@ def margin(seconds: float) -> float:
     return 3.0 + seconds
 
 
+# A ConnectX-7 that initialised degraded negotiates its full rate and moves a fraction of it: NVIDIA/
+# dgx-spark-playbooks PR #108 measured 13.23 Gb/s (ib_write_bw, 8 QPs) and 12.86 Gb/s TCP at 200 Gb/s with
+# clean counters, and calls 8-25 Gb/s its mark; a healthy half measures 92.57-111.7 (about half its rate),
+# a port at 100 Gb/s about 46, a loaded or slow link 40. Below an eighth of the rate both ends negotiated
+# (25 Gb/s at 200) is the degraded card, not a slow link.
+DEGRADED_SHARE = 1 / 8
+
+
+def degraded(gbps: float, rates: Sequence[float | None], declared: float) -> bool:
+    """The figure is far below the rate both ends negotiated (each at least the rail's declared rate, so
+    no rate check explains it): a ConnectX-7 that initialised degraded. A rate not known: not judged."""
+    if not rates or any(r is None for r in rates):
+        return False
+    lowest = min(r for r in rates if r is not None)
+    return lowest >= declared and gbps < DEGRADED_SHARE * lowest
+
+
+def degraded_node(bad: Sequence[tuple[str, str]], good: Sequence[tuple[str, str]]) -> str | None:
+    """The one node in every degraded pair of a rail and in none of its healthy pairs (a switch rail: the
+    degraded card's node meets every other node there), None when the pairs do not single one out."""
+    if not bad:
+        return None
+    common = set(bad[0]).intersection(*map(set, bad[1:]))
+    odd = [n for n in sorted(common) if not any(n in pair for pair in good)]
+    return odd[0] if len(odd) == 1 and len(common) == 1 else None
+
+
 LOG_DIR = "/tmp"  # the server's output and pid file, removed by the stop
 STILL_RUNNING = "gb10check: the ib_write_bw server is still running"
 

@@ -327,3 +327,33 @@ def trends(history: Iterable[Run], figures: dict[str, float], rules: Rules | Non
         out.append(Trend(key, today, median, len(values), worse, worse > allowed, kind.name,
                          math.exp(spread) - 1, by_spread, allowed, floor, ceiling))  # fmt: skip
     return out
+
+
+# -- figures that name a place, not an amount: a change since the previous kept run is named ------------------
+MOVED_FIGURES = {"gid_index": "gid-index-moved"}  # the figure -> the hint of its move
+
+
+@dataclass(frozen=True)
+class Move:
+    key: str  # "<check>::<figure>"
+    today: float
+    was: float | None  # None: the previous run did not record it
+    since: str  # the previous run's start ("" without one)
+
+    @property
+    def moved(self) -> bool:
+        return self.was is not None and self.was != self.today
+
+
+def moved_check(key: str) -> str:
+    """The name of a figure's move check (`test_figure_moved[<check>-<figure>]`, like trend_check)."""
+    return trend_check(key).replace("test_figure_trend[", "test_figure_moved[", 1)
+
+
+def moves(previous: Run | None, figures: dict[str, float]) -> list[Move]:
+    """Each figure of MOVED_FIGURES in this run against its value in the previous kept run."""
+    return [
+        Move(key, today, previous.figures.get(key) if previous else None, previous.started if previous else "")
+        for key, today in sorted(figures.items())
+        if figure_of(key) in MOVED_FIGURES
+    ]

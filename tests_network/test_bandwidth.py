@@ -14,7 +14,8 @@ import json
 import pytest
 
 from fixtures.cluster import OnPair, progress_writer, shared_dir
-from gb10check import bandwidth
+from gb10check import bandwidth, probes
+from gb10check.errors import GB10Error
 from gb10check.parsers.perftest import BwFailure
 
 pytestmark = pytest.mark.network
@@ -95,6 +96,10 @@ class Runs:
     def _measurable(self, pairs):
         return [p for p in pairs if all(self.cluster.snapshot(n).error is None for n in p.nodes)]
 
+    def measured_alone(self, rail):
+        """Every run measured so far over `rail` alone (the pairs the selection asked about)."""
+        return [r for r in self.memo.get("alone", []) if r.job.rail.name == rail.name and r.gbps is not None]
+
     def alone(self, pair):
         """The run of `pair` (an OnPair with its rail) alone on its rail."""
         self._reachable(pair)
@@ -153,26 +158,72 @@ def test_rdma_write_runs(rail_pair, runs, evidence):
     _expect_ran(evidence, runs.alone(rail_pair))
 
 
+def _negotiated(cluster, rail, nodes):
+    """The rate each node's end of `rail` negotiated (Gb/s), None where the node or its port cannot say."""
+    rates = []
+    for node in nodes:
+        end = rail.member(node)
+        try:
+            port = cluster.snapshot(node).fact(probes.RDMA_PORTS).get(end.rdma_device) if end else None
+        except GB10Error:  # the node's own checks say why
+            port = None
+        rates.append(port.rate_gbps if port is not None and port.active else None)
+    return rates
+
+
+def _slow_card(cluster, rail, nodes, gbps, others=()):
+    """(hints, detail, context) of a figure below the minimum: `cx7-degraded` when far below what both ends
+    negotiated; with the rail's other runs (`others`, a switch rail), the node whose card it is, named."""
+    rates = _negotiated(cluster, rail, nodes)
+    if not bandwidth.degraded(gbps, rates, rail.rate_gbps):
+        return (), "", None
+    lowest = min(r for r in rates if r is not None)
+    detail = (
+        f"{gbps:.2f} Gb/s over {rail.name} is {gbps / lowest:.0%} of the {lowest:g} Gb/s both ends negotiated "
+        f"(below {bandwidth.DEGRADED_SHARE:.1%}): not a slow link but a ConnectX-7 that initialised degraded "
+        "(full rate shown, a few Gb/s moved)"
+    )
+    bad: list[tuple[str, str]] = []
+    good: list[tuple[str, str]] = []
+    for run in others:
+        slow = bandwidth.degraded(run.gbps, _negotiated(cluster, rail, run.job.pair), rail.rate_gbps)
+        (bad if slow else good).append(run.job.pair)
+    node = bandwidth.degraded_node(bad, good) if len(bad) + len(good) > 1 else None
+    if node is None:
+        return ("cx7-degraded",), detail, None
+    end = rail.member(node)
+    detail += (
+        f"; {node} is in every such pair on {rail.name} and in none of its fast ones: "
+        f"its {end.rdma_device} is the degraded card"
+    )
+    return ("cx7-degraded",), detail, {"node": node, "netdev": [end.netdev]}
+
+
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth(rail_pair, runs, evidence):
-    """The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps."""
+def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
+    """The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps; a figure far
+    below the rate both ends negotiated is a degraded ConnectX-7 (`cx7-degraded`), not a slow link."""
     run = runs.alone(rail_pair)
     if run.gbps is None:
         pytest.skip(f"no figure: the run {run.where} failed ({run.failure.what}); see test_rdma_write_runs")
     rail = rail_pair.rail
     evidence.figure("bandwidth_gbps", run.gbps)
+    hints, detail, context = _slow_card(cluster, rail, rail_pair.nodes, run.gbps, runs.measured_alone(rail))
     evidence.expect(
         run.gbps >= rail.min_gbps,
         what=f"RDMA write bandwidth, the rail alone ({run.setup})",
         expected=f">= {rail.min_gbps:g} Gb/s (rails[].min_gbps of {rail.name})",
         found=f"{run.gbps:.2f} Gb/s",
+        detail=detail,
+        hints=hints,
+        context=context,
     )
 
 
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, evidence):
+def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, evidence):
     """Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
     NIC gets between them."""
     rails = inventory.rails_between(node_pair.node, node_pair.peer)
@@ -185,9 +236,15 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, evidence):
     evidence.figure("bandwidth_gbps", total)
     for run in both:
         evidence.figure(f"bandwidth_gbps_{run.job.rail.name}", run.gbps)
+    cards = [_slow_card(cluster, r.job.rail, node_pair.nodes, r.gbps, runs.measured_alone(r.job.rail)) for r in both]
+    degraded = [detail for hints, detail, _ in cards if hints]
+    named = next((context for hints, _, context in cards if context), None)
     evidence.expect(
         total >= needed,
         what=f"RDMA write bandwidth, {len(both)} rails at once",
         expected=f">= {needed:g} Gb/s (the sum of the rails' min_gbps)",
         found=f"{total:.2f} Gb/s (" + ", ".join(f"{r.job.rail.name} {r.gbps:.2f}" for r in both) + ")",
+        detail="; ".join(degraded),
+        hints=("cx7-degraded",) if degraded else (),
+        context=named,
     )

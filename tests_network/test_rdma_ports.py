@@ -8,6 +8,7 @@ import pytest
 from gb10check import probes
 from gb10check.errors import GB10Error
 from gb10check.facts import vllm_run
+from gb10check.nccl import auto_gid_index, gid_index_param
 from gb10check.parsers.rdma_sysfs import show_gids
 
 pytestmark = pytest.mark.network
@@ -70,8 +71,10 @@ def test_rdma_port_active(member, cluster, link_down_advice, evidence):
 
 @pytest.mark.performance
 @pytest.mark.hints("link-rate-low")
-def test_rdma_port_rate(member, cluster, evidence):
-    """The rate the port negotiated (mlx5 derives it from the Ethernet speed in force)."""
+def test_rdma_port_rate(member, cluster, inventory, evidence):
+    """The rate the port negotiated (mlx5 derives it from the Ethernet speed in force) against its rail's
+    declared rate (rate_gbps: 200, 100 for a declared breakout); on a switch the far end is a switch port,
+    named as the side to fix (`switch-port-rate-low`)."""
     end, rail = member.member, member.rail
     port = _port_of(member, cluster, evidence)
     if not port.active:
@@ -79,23 +82,67 @@ def test_rdma_port_rate(member, cluster, evidence):
             f"{end.rdma_device} is not ACTIVE ({port.state}): its rate is mlx5's placeholder (see the state check)"
         )
     gbps = port.rate_gbps
+    evidence.figure("rate_gbps", gbps)
+    ok = gbps is not None and gbps >= rail.rate_gbps
+    on_switch = inventory.topology == "switch"
+    detail = ""
+    if not ok and on_switch and gbps is not None:
+        detail = (
+            f"{end.netdev} is cabled to a switch port (topology switch): that switch port auto-negotiated "
+            f"{gbps:g}G; force {rail.rate_gbps:g}G on it (RouterOS: auto-negotiation=no "
+            f"speed={rail.rate_gbps:g}G-baseCR4)"
+        )
+    elif not ok and gbps is not None:
+        detail = _far_end_rate(cluster, member)
     evidence.expect(
-        gbps is not None and gbps >= rail.rate_gbps,
+        ok,
         what=f"{end.rdma_device} negotiated rate",
         expected=f">= {rail.rate_gbps:g} Gb/sec (rail {rail.name})",
         found=port.rate or "not readable",
+        detail=detail,
+        hints=("switch-port-rate-low",) if on_switch and detail else (),
+    )
+
+
+def _far_end_rate(cluster, member):
+    """On a cable between two nodes (a pair, a ring), what the other end negotiated: both low points at
+    the cable (its rating, a half-seated plug), this end alone at this port."""
+    far = next((m for m in member.rail.members if m.node != member.node), None)
+    if far is None:
+        return ""
+    try:
+        port = _ports(cluster, far.node).get(far.rdma_device)
+    except GB10Error:  # that node's own checks say why
+        return ""
+    if port is None or not port.active:
+        return ""
+    both = port.rate_gbps is not None and port.rate_gbps < member.rail.rate_gbps
+    return f"the other end of the cable, {far.node}'s {far.rdma_device}, negotiated {port.rate}" + (
+        ": both ends low, look at the cable (its rating, its seating) first" if both else ": only this end is low"
     )
 
 
 def _gid_index_in_use(cluster, node, deployment, rail):
-    """NCCL_IB_GID_INDEX as vLLM gets it on this node (compose + script), else the inventory's."""
+    """(the index, where it comes from) NCCL uses on this node: NCCL_IB_GID_INDEX of vLLM's environment
+    (compose + script) as NCCL reads it, None when it leaves NCCL the choice; else the inventory's."""
     if deployment is not None:
         try:
-            snap = cluster.snapshot(node)
-            value = vllm_run(snap, deployment, cluster[node].spec.rank).environment.get("NCCL_IB_GID_INDEX", "0")
-            return int(value), "NCCL_IB_GID_INDEX of the deployment"
-        except (GB10Error, ValueError):  # an unreadable compose fails its own checks
+            env = vllm_run(cluster.snapshot(node), deployment, cluster[node].spec.rank).environment
+        except GB10Error:  # an unreadable compose fails its own checks
             pass
+        else:
+            value = env.get("NCCL_IB_GID_INDEX")
+            index = gid_index_param(value)
+            picks = "NCCL 2.21+ picks the device's first RoCE v2 IPv4 GID"
+            if value is None:
+                return None, f"NCCL_IB_GID_INDEX unset: {picks}"
+            if value == "":
+                return None, f"NCCL_IB_GID_INDEX empty, which NCCL reads as unset: {picks}"
+            if index is None:
+                return None, f"NCCL_IB_GID_INDEX={value!r} leaves NCCL the choice: {picks}"
+            if value == str(index):
+                return index, f"NCCL_IB_GID_INDEX={value} of the deployment"
+            return index, f"NCCL_IB_GID_INDEX={value!r} of the deployment, which NCCL reads as {index}"
     return rail.gid_index, f"gid_index of rail {rail.name} in the inventory"
 
 
@@ -110,9 +157,19 @@ def _address_in_use(cluster, node, end):
     return mine[0]
 
 
+def _v2_ipv4_index(cluster, node, end):
+    """Where the RoCE v2 GID of this member's address is on its device, None: nowhere."""
+    port = _ports(cluster, node).get(end.rdma_device)
+    found = port.roce_v2_ipv4(_address_in_use(cluster, node, end), end.netdev) if port else []
+    return found[0].index if found else None
+
+
 @pytest.mark.smoke
 @pytest.mark.hints("gid-index-mismatch")
 def test_gid_index(member, cluster, inventory, evidence):
+    """The RoCE v2 IPv4 GID of the member's address at the index NCCL uses on its device. NCCL_IB_GID_INDEX is
+    one value for every device of the node: a device whose GID sits elsewhere than the others' is named as
+    such (no one value fits them all). The index is recorded (figure gid_index): --history names a move."""
     node, end = member.node, member.member
     port = _port_of(member, cluster, evidence)
     address = _address_in_use(cluster, node, end)
@@ -125,11 +182,42 @@ def test_gid_index(member, cluster, inventory, evidence):
         detail="the GID table:\n" + show_gids([port]),
         hints=("no-ipv4-gid",),
     )
+    here = found[0].index
+    evidence.figure("gid_index", here)
     index, source = _gid_index_in_use(cluster, node, inventory.deployment, member.rail)
+    picked = index is None
+    if picked:
+        index = auto_gid_index(port.gids)
+    evidence.fact("nccl_gid_index", f"{index}" + (" (NCCL's own pick)" if picked else ""))
+    others = {
+        m.rdma_device: _v2_ipv4_index(cluster, node, m)
+        for _, m in inventory.members_of(node)
+        if m.rdma_device != end.rdma_device
+    }
+    fits_others = [d for d, i in others.items() if i == index]
+    if here == index:
+        advice, hints = "", ("gid-index-mismatch",)
+    elif picked:
+        advice = (
+            f"the first RoCE v2 IPv4 GID of {end.rdma_device} is another address's: remove the address(es) that "
+            f"came before {address} on {end.netdev}, so that NCCL's pick is the link's"
+        )
+        hints = ("gid-index-mismatch",)
+    elif fits_others:
+        advice = (
+            f"{', '.join(fits_others)} {'has its' if len(fits_others) == 1 else 'have theirs'} at {index}, and "
+            f"NCCL_IB_GID_INDEX is one value for all of {node}'s devices: remove the extra address on {end.netdev} "
+            f"(its entry returns to {index}) or leave NCCL_IB_GID_INDEX unset (NCCL 2.21+ picks each device's)"
+        )
+        hints = ("gid-index-per-device",)
+    else:
+        advice, hints = f"use index {here}", ("gid-index-mismatch",)
     evidence.expect(
-        found[0].index == index,
+        here == index,
         what=f"GID index of {address} (RoCE v2) on {end.rdma_device}",
         expected=f"{index} ({source})",
-        found=str(found[0].index),
-        detail=f"use index {found[0].index}; the GID table:\n" + show_gids([port]),
+        found=str(here),
+        detail=(f"{advice}; " if advice else "") + "the GID table:\n" + show_gids([port]),
+        hints=hints,
+        context={"netdev": [end.netdev], "gid_index": str(here)},
     )
