@@ -208,8 +208,8 @@ def test_one_snapshot_round_trip_per_node(tmp_path):
         R1: (1, 4 + 8),
     }
     # each node's snapshot also logs in to the other over each of the two rails; rank 0 (the lower rank of
-    # the pair) pings rank 1 over each
-    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 2 > 20
+    # the pair) pings rank 1 over each, and rank 1 (a follower) pings the master address on the control plane
+    assert transports[R0]["snapshot_probes"] == transports[R1]["snapshot_probes"] + 2 - 1 > 20
 
 
 def test_sim_scenario_file_with_verbatim_stub_output(tmp_path):
