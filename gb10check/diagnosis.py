@@ -14,7 +14,7 @@ from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text
+from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text, serving_since
 from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
@@ -38,8 +38,21 @@ def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[F
         if hint.id not in IGNORED:
             index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
             line = redact(lines[index].text.strip()) if index is not None else ""  # whole: a check may cut it
-            out.append(Finding(node, hint.id, line, True, index))
+            out.append(Finding(node, by_phase(hint.id, lines, index), line, True, index))
     return out
+
+
+# A collective that timed out while the rank was still starting is the load skew the distributed timeout
+# must cover (the faster ranks wait in the first collective while a slower one loads its weights); once
+# the rank served, a rank stopped.
+STARTING = {"rank-wedged": "distributed-timeout-short"}
+
+
+def by_phase(hint_id: str, lines: list[LogLine], index: int | None) -> str:
+    """The hint of a finding at `index` of the log, by whether the rank had started then."""
+    if hint_id not in STARTING or index is None or index >= serving_since(lines):
+        return hint_id
+    return STARTING[hint_id]
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:

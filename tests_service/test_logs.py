@@ -1,8 +1,11 @@
 """What each node's vLLM container logged (docker logs, in the snapshot): its startup reached
 serving, milestone by milestone (which came last, how long each took, the graph mode in force);
 no fault of the troubleshooting table (the catalogue's symptoms; the known noise lines are not
-faults); NCCL on RDMA over the inventory's devices, not on sockets; no NCCL version known to
-deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
+faults); every rank alive (no collective or RPC timeout since it started; a failure names the rank
+whose timeout came first across the nodes); NCCL on RDMA over the inventory's devices, not on sockets;
+no NCCL version known to deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
+
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,6 +19,8 @@ from gb10check.parsers.vllm_log import (
     milestones,
     nccl_transport,
     nccl_version,
+    serving_since,
+    stops,
     uses_graphs,
 )
 
@@ -23,6 +28,7 @@ pytestmark = pytest.mark.service
 
 # NCCL 2.28.9 could deadlock under CUDA graphs across nodes; 2.30.4 fixed it
 NCCL_GRAPH_DEADLOCK = ((2, 28, 9), (2, 30, 4))
+ALIVE_HINTS = ("rank-wedged",)  # test_rank_alive's findings: the log check leaves them to it
 
 
 def _log(node, deployment, service_snapshots, evidence):
@@ -93,7 +99,7 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
 @pytest.mark.hints("unexpected-output")
 def test_log_names_no_known_fault(node, deployment, service_snapshots, findings, evidence):
     _, lines = _log(node, deployment, service_snapshots, evidence)
-    mine = [f for f in findings if f.node == node.name and f.from_log]
+    mine = [f for f in findings if f.node == node.name and f.from_log and f.hint not in ALIVE_HINTS]
     evidence.expect(
         not mine,
         what="the container log against the troubleshooting catalogue's symptoms",
@@ -140,4 +146,57 @@ def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidenc
         what="NCCL version with the graph mode in force",
         expected="not 2.28.9 up to 2.30.3 with CUDA graphs (a deadlock fixed in 2.30.4)",
         found=f"nccl {version}, graph mode {mode or 'not logged on any rank'}{whose}",
+    )
+
+
+def _stopped(service_snapshots, inventory):
+    """Each rank's first collective or RPC timeout since it started, the earliest first: (stop, node name)."""
+    out = []
+    for name, snap in service_snapshots.items():
+        try:
+            lines = snap.fact(probes.DOCKER_LOGS) if container(snap) is not None else []
+        except GB10Error:
+            continue  # an unreachable node, an unreadable log: their own checks say so
+        since = serving_since(lines)
+        first = next((s for s in stops(lines) if s.index >= since), None)
+        if first is not None:
+            out.append((first, name))
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(out, key=lambda sn: (sn[0].at or far, inventory.node(sn[1]).rank))
+
+
+def _order(stopped, inventory):
+    first, name = stopped[0]
+    rest = ", ".join(f"rank {inventory.node(n).rank} {_after(first.at, s.at)}" for s, n in stopped[1:])
+    return f"the first to stop: rank {inventory.node(name).rank} ({name}){_at(first)}, its {first.shown()}" + (
+        f"; then {rest}" if rest else ""
+    )
+
+
+def _at(stop):
+    return f" at {stop.at:%H:%M:%S.%f}"[:-3] if stop.at else ""
+
+
+def _after(a, b):
+    return f"+{(b - a).total_seconds():.1f} s" if a is not None and b is not None else "(no time)"
+
+
+@pytest.mark.hints("rank-wedged")
+def test_rank_alive(node, deployment, inventory, service_snapshots, evidence):
+    _, lines = _log(node, deployment, service_snapshots, evidence)
+    since = serving_since(lines)
+    mine = [s for s in stops(lines) if s.index >= since]
+    stopped = _stopped(service_snapshots, inventory)
+    first = stopped[0][1] if stopped else node.name
+    evidence.expect(
+        not mine,
+        what=f"rank {node.spec.rank}'s log since it started",
+        expected="no collective or RPC timeout",
+        found=f"its {mine[0].shown()} timed out{_at(mine[0])}; {_order(stopped, inventory)}"
+        if mine
+        else f"none in the log since it started ({len(lines) - since} lines)"
+        if since < len(lines)
+        else f"none ({len(lines)} lines; its log shows no finished start: the startup check judges that)",
+        detail=f"its line: {mine[0].line[:300]}" if mine else "",
+        context={"node": first},  # the hint's commands: on the rank that stopped first
     )

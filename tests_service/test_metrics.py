@@ -50,6 +50,8 @@ def test_engine_generates(api_node, api, inventory, ready, answers, findings, ev
         stuck = ""
     except ServiceError as exc:
         reply, stuck = None, str(exc)
+    # what the ranks' logs say of a wedge (tests_service/test_logs.py test_rank_alive: the rank that stopped first)
+    wedged = [f for f in findings if f.hint == "rank-wedged"]
     after = _metrics(api, findings, evidence)
     if reply is not None:
         expect_answered(evidence, reply.status, reply.error, f"chat completion ({ALIVE.prompt!r})")
@@ -62,7 +64,13 @@ def test_engine_generates(api_node, api, inventory, ready, answers, findings, ev
         found=(
             f"+{advanced:g} tokens for a reply of {reply.usage.get('completion_tokens')} (HTTP {reply.status})"
             if reply is not None
-            else f"+{advanced:g} tokens with {after.running:g} request(s) running: {stuck}"
+            else f"+{advanced:g} tokens with {after.running:g} running, {after.waiting:g} waiting: {stuck}"
         ),
-        detail="/health still answers 200 while a rank waits in a collective: look at both nodes' logs and NCCL",
+        detail="/health still answers 200 while a rank waits in a collective: "
+        + (
+            "; ".join(f"{f.node}'s log shows [{f.hint}]: {f.line[:160]}" for f in wedged)
+            if wedged
+            else "look at every node's log and NCCL"
+        ),
+        hints=("engine-stuck", *dict.fromkeys(f.hint for f in wedged)),
     )

@@ -51,6 +51,32 @@ def test_a_finding_during_the_start_explains_it():
     assert startup_findings(found, "r1", reached, last) == []  # another node's are its own
 
 
+KV = (
+    "2026-12-01T09:12:10.000000000Z (EngineCore_DP0 pid=187) INFO 12-01 09:12:10 [gpu_worker.py:375] "
+    "Available KV cache memory: 7.62 GiB"
+)
+# PyTorch's watchdog (selftests/data/commands/vllm.rank_timeout_lines.from_source.txt)
+WATCHDOG = (
+    "2026-12-01T{}.000000000Z [rank0]:[E1201 09:00:00.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0 "
+    "Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."
+)
+
+
+def test_a_collective_timeout_is_the_load_skew_while_starting_and_a_wedged_rank_once_serving():
+    """The same watchdog line: before the rank's KV cache was sized, the faster rank waited on a slower one
+    loading its weights (the distributed timeout is too short); after it, a rank stopped while serving."""
+    found, _ = _findings([*START[:2], WATCHDOG.format("09:10:10")])
+    assert [f.hint for f in found] == ["distributed-timeout-short"]
+    found, _ = _findings([*START[:2], KV, START[2], WATCHDOG.format("10:40:00")])
+    assert [f.hint for f in found] == ["rank-wedged"]
+    found, _ = _findings([WATCHDOG.format("10:40:00")])  # the start is out of view (--tail): it served
+    assert [f.hint for f in found] == ["rank-wedged"]
+    rpc = "2026-12-01T10:40:01.000000000Z TimeoutError: RPC call to sample_tokens timed out."
+    found, _ = _findings([*START[:2], KV, START[2], rpc])
+    assert [(f.hint, f.line) for f in found] == [("rank-wedged", rpc[31:])]
+
+
 @pytest.mark.parametrize(
     ("used", "says"),
     [
