@@ -21,6 +21,7 @@ from gb10check.parsers.vllm_log import (
     nccl_version,
     serving_since,
     stops,
+    tuning,
     uses_graphs,
 )
 
@@ -83,16 +84,21 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
     if reached and reached[0].at and reached[-1].at:
         evidence.figure("startup_seconds", (reached[-1].at - reached[0].at).total_seconds())
     mine = startup_findings(findings, node.name, reached, want[-1])  # after its start, the log check's
+    busy = tuning(lines) if missing and c.running else None  # still compiling and tuning: progressing
     evidence.expect(
         not missing and c.running,
         what=f"startup of {c.name} (rank {node.spec.rank}; {c.status})",
         expected=" -> ".join(want),
         found=(steps or "no milestone")
         + (f"; not reached: {', '.join(missing)}" if missing else "")
-        + ("" if c.running else f"; the container {c.status} (exit {c.exit_code})"),
+        + ("" if c.running else f"; the container {c.status} (exit {c.exit_code})")
+        + (f"; still compiling and tuning kernels (its log{_at(busy)}: {busy.line[:160]})" if busy else ""),
         detail="; ".join(f"the log shows [{f.hint}]: {f.line[:200]}" for f in mine),
-        # what the log says, first; else a container that is gone says that; else the milestones do
-        hints=tuple(f.hint for f in mine) or (() if c.running else ("container-exited",)),
+        # what the log says, first; else a container that is gone says that; else a start still tuning its
+        # kernels; else the milestones do
+        hints=tuple(f.hint for f in mine)
+        or (() if c.running else ("container-exited",))
+        or (("startup-retuning",) if busy else ()),
     )
 
 

@@ -241,3 +241,27 @@ def serving_since(lines: list[LogLine]) -> int:
     if kv is not None:
         return kv
     return len(lines) if reached else 0
+
+
+# A start compiling and tuning its kernels (torch.compile's graphs, FlashInfer's autotuning, the JIT
+# warmup), between its weights and its KV cache or CUDA graphs: the first start after a topology change
+# (another TP size, other nodes) does it all again, about 36 minutes in one field report. vLLM's format
+# strings (selftests/data/commands/vllm.kernel_tuning_lines.from_source.txt): compilation/backends.py and
+# monitor.py, model_executor/warmup/kernel_warmup.py, 0.12.0 and 0.34.0 ("%s" a prefix in 0.34.0)
+_TUNING = re.compile(
+    r"Dynamo bytecode transform time: [\d.]+ s"
+    r"|Compiling a graph for (?:dynamic shape|shape \S+|compile range .+?) takes [\d.]+ s"
+    r"|torch\.compile takes [\d.]+ s in total|Starting torch\.compile"
+    r"|Running FlashInfer autotune with|Warming up FlashInfer attention|JIT kernel warmup starting"
+)
+
+
+def tuning(lines: list[LogLine]) -> Reached | None:
+    """The log's last kernel compilation or tuning line when it came after the last startup milestone
+    (the start is compiling or tuning now), else None."""
+    reached = milestones(lines)
+    after = reached[-1].index if reached else -1
+    for index in range(len(lines) - 1, after, -1):
+        if _TUNING.search(lines[index].text):
+            return Reached("compiling and tuning kernels", lines[index].at, lines[index].text.strip(), index)
+    return None

@@ -32,6 +32,7 @@ from gb10check.parsers.vllm_log import (
     parse_docker_log,
     serving_since,
     stops,
+    tuning,
 )
 from gb10check.parsers.vllm_metrics import parse_vllm_metrics
 
@@ -266,3 +267,32 @@ def test_a_rank_serves_from_its_kv_cache_on_and_a_start_out_of_view_served_all_a
     assert serving_since(parse_docker_log(_docker(start))) == 1
     assert serving_since(parse_docker_log(_docker(start[:1]))) == 1  # still starting: past its end
     assert serving_since(parse_docker_log(_docker(start[2:]))) == 0  # --tail cut the start off
+
+
+TUNING_LINES = [
+    line
+    for line in (DATA / "commands" / "vllm.kernel_tuning_lines.from_source.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+]
+LOADED = (
+    "(Worker_TP1 pid=88) INFO 12-04 09:05:00 [gpu_model_runner.py:3659] Model loading took 86.33 GiB memory and "
+    "300.790000 seconds"
+)
+
+
+@pytest.mark.parametrize("line", TUNING_LINES, ids=[f"{i}" for i in range(len(TUNING_LINES))])
+def test_a_start_compiling_or_tuning_kernels_is_read_from_vllms_lines(line):
+    """After its weights, a start that logs torch.compile's or FlashInfer's work is compiling and tuning;
+    the cache's own lines (its directory, a hit) are not."""
+    found = tuning(parse_docker_log(_docker([LOADED, line.removeprefix("-")])))
+    if line.startswith("-"):
+        assert found is None
+    else:
+        assert found is not None and (found.index, found.line) == (1, line)
+
+
+def test_tuning_ends_at_the_next_milestone():
+    compiling = next(line for line in TUNING_LINES if "dynamic shape takes" in line)
+    kv = "(Worker_TP1 pid=88) INFO 12-04 09:20:00 [gpu_worker.py:375] Available KV cache memory: 6.78 GiB"
+    assert tuning(parse_docker_log(_docker([LOADED, compiling, kv]))) is None
+    assert tuning(parse_docker_log(_docker([LOADED]))) is None
