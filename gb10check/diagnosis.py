@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gb10check import probes
@@ -14,7 +15,7 @@ from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text, serving_since
+from gb10check.parsers.vllm_log import LogLine, Reached, Stop, meaningful_text, serving_since, stops
 from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
@@ -68,6 +69,23 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
     return out
+
+
+def stopped(snapshots: dict[str, Snapshot]) -> list[tuple[Stop, str]]:
+    """Each node's first collective or RPC timeout since its rank started, (stop, node), the earliest first
+    by Docker's timestamps (a stop without one last; ties in the snapshots' order, the ranks')."""
+    out = []
+    for name, snap in snapshots.items():
+        try:
+            lines = snap.fact(probes.DOCKER_LOGS) if container(snap) is not None else []
+        except GB10Error:
+            continue  # an unreachable node, an unreadable log: their own checks say so
+        since = serving_since(lines)
+        first = next((s for s in stops(lines) if s.index >= since), None)
+        if first is not None:
+            out.append((first, name))
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(out, key=lambda sn: sn[0].at or far)
 
 
 def startup_findings(findings: list[Finding], node: str, reached: list[Reached], last: str) -> list[Finding]:

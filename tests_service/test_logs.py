@@ -5,12 +5,10 @@ faults); every rank alive (no collective or RPC timeout since it started; a fail
 whose timeout came first across the nodes); NCCL on RDMA over the inventory's devices, not on sockets;
 no NCCL version known to deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
 
-from datetime import UTC, datetime
-
 import pytest
 
 from gb10check import probes
-from gb10check.diagnosis import startup_findings
+from gb10check.diagnosis import startup_findings, stopped
 from gb10check.errors import GB10Error
 from gb10check.facts import container
 from gb10check.parsers.vllm_log import (
@@ -155,28 +153,15 @@ def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidenc
     )
 
 
-def _stopped(service_snapshots, inventory):
-    """Each rank's first collective or RPC timeout since it started, the earliest first: (stop, node name)."""
-    out = []
-    for name, snap in service_snapshots.items():
-        try:
-            lines = snap.fact(probes.DOCKER_LOGS) if container(snap) is not None else []
-        except GB10Error:
-            continue  # an unreachable node, an unreadable log: their own checks say so
-        since = serving_since(lines)
-        first = next((s for s in stops(lines) if s.index >= since), None)
-        if first is not None:
-            out.append((first, name))
-    far = datetime.max.replace(tzinfo=UTC)
-    return sorted(out, key=lambda sn: (sn[0].at or far, inventory.node(sn[1]).rank))
-
-
-def _order(stopped, inventory):
-    first, name = stopped[0]
-    rest = ", ".join(f"rank {inventory.node(n).rank} {_after(first.at, s.at)}" for s, n in stopped[1:])
-    return f"the first to stop: rank {inventory.node(name).rank} ({name}){_at(first)}, its {first.shown()}" + (
-        f"; then {rest}" if rest else ""
+def _order(order, inventory, node):
+    first, name = order[0]
+    rest = ", ".join(f"rank {inventory.node(n).rank} {_after(first.at, s.at)}" for s, n in order[1:])
+    said = (
+        "the first rank to stop"
+        if name == node
+        else f"the first to stop: rank {inventory.node(name).rank} ({name}){_at(first)}, its {first.shown()}"
     )
+    return said + (f"; then {rest}" if rest else "")
 
 
 def _at(stop):
@@ -192,13 +177,13 @@ def test_rank_alive(node, deployment, inventory, service_snapshots, evidence):
     _, lines = _log(node, deployment, service_snapshots, evidence)
     since = serving_since(lines)
     mine = [s for s in stops(lines) if s.index >= since]
-    stopped = _stopped(service_snapshots, inventory)
-    first = stopped[0][1] if stopped else node.name
+    order = stopped(service_snapshots)
+    first = order[0][1] if order else node.name
     evidence.expect(
         not mine,
         what=f"rank {node.spec.rank}'s log since it started",
         expected="no collective or RPC timeout",
-        found=f"its {mine[0].shown()} timed out{_at(mine[0])}; {_order(stopped, inventory)}"
+        found=f"its {mine[0].shown()} timed out{_at(mine[0])}; {_order(order, inventory, node.name)}"
         if mine
         else f"none in the log since it started ({len(lines) - since} lines)"
         if since < len(lines)
