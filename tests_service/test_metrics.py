@@ -73,5 +73,5 @@ def test_engine_generates(api_node, api, inventory, ready, answers, findings, se
             if order
             else "look at every node's log and NCCL"
         ),
-        hints=("engine-stuck", "rank-wedged") if order else ("engine-stuck",),
+        hints=("rank-wedged", "engine-stuck") if order else ("engine-stuck",),  # the rank that stopped first
     )
