@@ -30,6 +30,7 @@ class Finding:
     line: str  # the log line that shows it (masked), or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
     index: int | None = None  # where in the log the line is (its first showing)
+    at: datetime | None = None  # when the node logged it (Docker's timestamp)
 
 
 def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[Finding]:
@@ -39,7 +40,8 @@ def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[F
         if hint.id not in IGNORED:
             index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
             line = redact(lines[index].text.strip()) if index is not None else ""  # whole: a check may cut it
-            out.append(Finding(node, by_phase(hint.id, lines, index), line, True, index))
+            at = lines[index].at if index is not None else None
+            out.append(Finding(node, by_phase(hint.id, lines, index), line, True, index, at))
     return out
 
 
@@ -68,6 +70,18 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
         out += findings_in(name, lines, catalogue)
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
+    return earliest_wedged_first(out)
+
+
+def earliest_wedged_first(findings: list[Finding]) -> list[Finding]:
+    """The ranks' timeouts (rank-wedged) in the order they came, the rank that stopped first first, each in
+    a place a timeout held (the other findings keep theirs)."""
+    places = [i for i, f in enumerate(findings) if f.hint == "rank-wedged"]
+    far = datetime.max.replace(tzinfo=UTC)
+    ordered = sorted((findings[i] for i in places), key=lambda f: f.at or far)
+    out = list(findings)
+    for i, f in zip(places, ordered, strict=True):
+        out[i] = f
     return out
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from gb10check import probes
 from gb10check.asks import REASONING
-from gb10check.diagnosis import expect_finished, findings_in, startup_findings, stopped
+from gb10check.diagnosis import expect_finished, findings_in, log_findings, startup_findings, stopped
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import expected_milestones, milestones, parse_docker_log
 from gb10check.snapshot import Snapshot
@@ -105,6 +105,18 @@ def test_the_rank_that_stopped_first_is_the_earliest_timeout_since_the_ranks_sta
     order = stopped(snapshots)
     assert [(name, stop.kind) for stop, name in order] == [("r3", "rpc"), ("r2", "collective"), ("r0", "collective")]
     assert order[1][0].shown() == "NCCL watchdog (ALLREDUCE SeqNum=3, 600012 ms)"
+
+
+def test_an_api_failure_names_the_rank_that_stopped_first_first():
+    """explain() lists the findings in this order: the ranks' timeouts by time, the other findings in place."""
+    serving = [*START[:2], KV, START[2]]
+    snapshots = {
+        "r0": _snapshot("r0", [*serving, WATCHDOG.format("10:40:02")]),
+        "r1": _snapshot("r1", [*serving, NCCL_LOST]),
+        "r2": _snapshot("r2", [*serving, WATCHDOG.format("10:40:01")]),
+    }
+    found = log_findings(snapshots, Catalogue.load())
+    assert [(f.node, f.hint) for f in found] == [("r2", "rank-wedged"), ("r1", "nccl-peer-lost"), ("r0", "rank-wedged")]
 
 
 @pytest.mark.parametrize(
