@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gb10check import probes
@@ -14,7 +15,7 @@ from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import LogLine, Reached, meaningful_text
+from gb10check.parsers.vllm_log import LogLine, Reached, Stop, meaningful_text, serving_since, stops
 from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
@@ -29,6 +30,7 @@ class Finding:
     line: str  # the log line that shows it (masked), or the container's state
     from_log: bool = True  # False: the container's state (it exited), not a line of its log
     index: int | None = None  # where in the log the line is (its first showing)
+    at: datetime | None = None  # when the node logged it (Docker's timestamp)
 
 
 def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[Finding]:
@@ -38,8 +40,22 @@ def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[F
         if hint.id not in IGNORED:
             index = next((i for i, ln in enumerate(lines) if any(p.search(ln.text) for p in hint.symptoms)), None)
             line = redact(lines[index].text.strip()) if index is not None else ""  # whole: a check may cut it
-            out.append(Finding(node, hint.id, line, True, index))
+            at = lines[index].at if index is not None else None
+            out.append(Finding(node, by_phase(hint.id, lines, index), line, True, index, at))
     return out
+
+
+# A collective that timed out while the rank was still starting is the load skew the distributed timeout
+# must cover (the faster ranks wait in the first collective while a slower one loads its weights); once
+# the rank served, a rank stopped.
+STARTING = {"rank-wedged": "distributed-timeout-short"}
+
+
+def by_phase(hint_id: str, lines: list[LogLine], index: int | None) -> str:
+    """The hint of a finding at `index` of the log, by whether the rank had started then."""
+    if hint_id not in STARTING or index is None or index >= serving_since(lines):
+        return hint_id
+    return STARTING[hint_id]
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:
@@ -54,7 +70,36 @@ def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[F
         out += findings_in(name, lines, catalogue)
         if c is not None and not c.running:  # after what its log says: the why comes before the what
             out.append(Finding(name, "container-exited", f"its container {c.status} (exit {c.exit_code})", False))
+    return earliest_wedged_first(out)
+
+
+def earliest_wedged_first(findings: list[Finding]) -> list[Finding]:
+    """The ranks' timeouts (rank-wedged) in the order they came, the rank that stopped first first, each in
+    a place a timeout held (the other findings keep theirs)."""
+    places = [i for i, f in enumerate(findings) if f.hint == "rank-wedged"]
+    far = datetime.max.replace(tzinfo=UTC)
+    ordered = sorted((findings[i] for i in places), key=lambda f: f.at or far)
+    out = list(findings)
+    for i, f in zip(places, ordered, strict=True):
+        out[i] = f
     return out
+
+
+def stopped(snapshots: dict[str, Snapshot]) -> list[tuple[Stop, str]]:
+    """Each node's first collective or RPC timeout since its rank started, (stop, node), the earliest first
+    by Docker's timestamps (a stop without one last; ties in the snapshots' order, the ranks')."""
+    out = []
+    for name, snap in snapshots.items():
+        try:
+            lines = snap.fact(probes.DOCKER_LOGS) if container(snap) is not None else []
+        except GB10Error:
+            continue  # an unreachable node, an unreadable log: their own checks say so
+        since = serving_since(lines)
+        first = next((s for s in stops(lines) if s.index >= since), None)
+        if first is not None:
+            out.append((first, name))
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(out, key=lambda sn: sn[0].at or far)
 
 
 def startup_findings(findings: list[Finding], node: str, reached: list[Reached], last: str) -> list[Finding]:

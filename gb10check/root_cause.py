@@ -5,7 +5,8 @@ A node that cannot be reached explains every check about it; a host's or the fab
 network) explains the service's, never the reverse; the API that does not answer (down, or timing out)
 explains the API checks that follow it, and is itself explained by what the service's diagnosis found (a
 log line, a container that exited: listed before it on the same rows) and by an engine that is stuck
-(its counter frozen while requests wait). Within a tier, the order the run met them.
+(its counter frozen while requests wait), which a rank that stopped (its timeout in the logs) explains.
+Within a tier, the order the run met them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ STAGE_FILES = (("tests_preflight/", "preflight"), ("tests_network/", "network"),
                (TRENDS_FILE, "trends"))  # fmt: skip
 NODE_DOWN = NodeUnreachable.hint_ids
 API_DOWN = (*ServiceError.hint_ids, "service-timeout")
-ENGINE_STATE = ("engine-stuck",)
+ENGINE_STATE = ("engine-stuck", "rank-wedged")  # a rank that stopped (its timeout in the logs) stalls the engine
 # a hint that follows from another of the same stage when both are in a run: shown after it
 FOLLOWS = {
     "gpu-not-in-container": ("driver-version-mismatch", "driver-reboot-pending", "docker-daemon-down"),
@@ -30,6 +31,7 @@ FOLLOWS = {
     # a node whose old module is still loaded differs from the others because of it
     "driver-differs": ("driver-version-mismatch", "driver-reboot-pending"),
     "bw-connect-failed": ("cable-crossed",),  # perftest's TCP exchange over a cable that reaches another node
+    "engine-stuck": ("rank-wedged",),
 }
 
 

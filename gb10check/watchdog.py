@@ -9,7 +9,9 @@ node per poll, nodes in parallel, and /health on the API node; it ends as soon a
   `--stop-on-low-memory` the deployment's containers are stopped first (`docker stop`, bounded:
   the suite's one action that changes a node, opt-in, logged in the reports);
 - a container is no longer running (the log says why);
-- the wait's budget is spent.
+- the wait's budget is spent: a hang, unless a node's log shows the start compiling and tuning its
+  kernels (the first start after a topology change does it all again, about 36 minutes in one field
+  report): then the wait says the start is progressing and why it can take that long (`startup-retuning`).
 The loop is tenacity's (fixed interval, stop after the budget); every command and request in it
 is bounded on its own.
 """
@@ -30,7 +32,7 @@ from gb10check.fit import GIB
 from gb10check.node import ClusterNodes
 from gb10check.parallel import map_parallel
 from gb10check.parsers.docker import Container
-from gb10check.parsers.vllm_log import milestones
+from gb10check.parsers.vllm_log import Reached, milestones, tuning
 from gb10check.probes import CONTAINER, DOCKER_LOGS, MEMINFO
 
 if TYPE_CHECKING:  # the wait is given the client: importing it (openai, httpx) is the service stage's cost
@@ -47,10 +49,12 @@ class NodeState:
     container: Container | None = None
     milestone: str | None = None  # the last startup milestone its log reached
     error: str = ""  # why the node could not be read this time
+    tuning: Reached | None = None  # the log's last kernel compilation/tuning line, when it is past the milestone
 
     def shown(self) -> str:
         mem = f"{self.mem_available / GIB:.1f} GiB" if self.mem_available is not None else "?"
-        return f"{self.node} {mem}" + (f" ({self.milestone})" if self.milestone else "")
+        step = ", ".join(s for s in (self.milestone, "compiling and tuning kernels" if self.tuning else None) if s)
+        return f"{self.node} {mem}" + (f" ({step})" if step else "")
 
 
 @dataclass
@@ -79,10 +83,11 @@ def poll_node(cluster: ClusterNodes, name: str) -> NodeState:
     except GB10Error as exc:
         return NodeState(name, error=str(exc))
     try:
-        reached = milestones(snap.fact(DOCKER_LOGS))
+        lines = snap.fact(DOCKER_LOGS)
     except GB10Error:  # no log to read yet (the container is still being created): no milestone
-        reached = []
-    return NodeState(name, mem, container, reached[-1].milestone if reached else None)
+        lines = []
+    reached = milestones(lines)
+    return NodeState(name, mem, container, reached[-1].milestone if reached else None, tuning=tuning(lines))
 
 
 def stop_containers(cluster: ClusterNodes, deployment: inv.Deployment) -> list[str]:
@@ -157,6 +162,7 @@ def wait_ready(
         progress(
             f"waiting for {api.base}/health: {elapsed:.0f} s of {budget:g}; MemAvailable "
             + ", ".join(s.shown() for s in states.values())
+            + (RETUNING_NOTE if any(s.tuning for s in states.values()) else "")
         )
         return seen.ready
 
@@ -170,6 +176,29 @@ def wait_ready(
     retrying(attempt)
     seen.seconds = time.monotonic() - start
     if not seen.ready and not seen.why:
-        seen.why = f"/health did not answer 200 within {budget:g} s"
-        seen.hint = "service-not-ready"
+        seen.why, seen.hint = not_ready(seen.last, budget)
     return seen
+
+
+RETUNING_NOTE = "; a first start after a topology change re-tunes its kernels (about 36 min in one field report)"
+
+
+def not_ready(states: dict[str, NodeState], budget: float) -> tuple[str, str]:
+    """Why a wait whose budget is spent ended, and its hint: a start compiling and tuning its kernels is
+    progressing (the first after a topology change can take far longer than usual), else /health is late."""
+    said = f"/health did not answer 200 within {budget:g} s"
+    busy = [s for s in states.values() if s.tuning is not None]
+    if not busy:
+        return said, "service-not-ready"
+    shown = "; ".join(
+        f"{s.node} after {s.milestone or 'its start'}"
+        + (f", at {s.tuning.at:%H:%M:%S}" if s.tuning and s.tuning.at else "")
+        + f": {s.tuning.line[:160] if s.tuning else ''}"
+        for s in busy
+    )
+    return (
+        f"{said}, but the start is progressing, not hung: compiling and tuning kernels, which the first start "
+        "after a topology change (another TP size, other nodes) does all again and which can take far longer "
+        f"than usual (about 36 minutes in one field report): wait longer, do not restart. {shown}",
+        "startup-retuning",
+    )

@@ -440,6 +440,7 @@ def _startup(node: SimNode, scenario: Scenario, inventory: inv.Inventory, starte
         transport=deployment.nccl_transport,
         eager=deployment.eager,
         nccl_version=deployment.nccl_version,
+        retune=service.retune_seconds,
         host=node.spec.hostname or node.name,
         world=inventory.size,
         master=inventory.master_address or "",

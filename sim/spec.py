@@ -316,6 +316,9 @@ class FakeApi(_Spec):
     startup_min_available_kb: int | None = (
         None  # MemAvailable at the end of loading (default: what a healthy start leaves)
     )
+    # the first start after a topology change: this many of the log's seconds compiling and tuning kernels
+    # after the weights (sim/vllm_logs.py retuning_lines), scaled with the rest into startup_seconds
+    retune_seconds: float = Field(0, ge=0)
 
 
 class Deployment(_Spec):

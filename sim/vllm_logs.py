@@ -38,11 +38,13 @@ def startup_log(
     oob: str,
     eager: bool = False,
     nccl_version: str = "2.27.7",
+    retune: float = 0.0,
 ) -> list[Line]:
     """The container's log of a healthy start on this rank of `world`: weights 850.66 s on rank 0 and
     300.79 s on each follower, engine init 73.57 s, graphs 5 s (the field report's figures). `host` is
     the node's hostname, `master` rank 0's address, `devices` the RDMA devices NCCL uses and `oob` its
-    socket interface (netdev:address)."""
+    socket interface (netdev:address). `retune` seconds of kernel compilation and tuning follow the weights
+    (a first start after a topology change: retuning_lines)."""
     load = 850.66 if rank == 0 else 300.79
     engine = "(EngineCore_DP0 pid=187) " if rank == 0 else f"(Worker_TP{rank} pid=88) "
     lines: list[Line] = []
@@ -82,11 +84,13 @@ def startup_log(
         at(10.2, noise)
     at(10.0 + load - 0.5, f"Loading weights took {load - 0.55:.2f} seconds", "default_loader.py:308")
     at(10.0 + load, f"Model loading took 86.33 GiB memory and {load:.6f} seconds", "gpu_model_runner.py:3659")
+    for seconds, where, text in retuning_lines(rank, retune):
+        at(10.0 + load + seconds, text, where)
     kv = 7.62 if rank == 0 else 6.78
-    at(10.0 + load + 60.0, f"Available KV cache memory: {kv:.2f} GiB", "gpu_worker.py:375")
+    at(10.0 + load + retune + 60.0, f"Available KV cache memory: {kv:.2f} GiB", "gpu_worker.py:375")
     if rank != 0:
         return lines
-    done = 10.0 + load + 73.57
+    done = 10.0 + load + retune + 73.57
     at(done - 13.0, "GPU KV cache size: 541,401 tokens", "kv_cache_utils.py:1291")
     at(done - 13.0, "Maximum concurrency for 262,144 tokens per request: 2.07x", "kv_cache_utils.py:1296")
     if not eager:
@@ -98,6 +102,29 @@ def startup_log(
     ):
         lines.append((done + 1.5 + i * 0.1, f"(APIServer pid=1) INFO:     {text}"))
     return lines
+
+
+def retuning_lines(rank: int, seconds: float) -> list[tuple[float, str, str]]:
+    """What a rank logs while it compiles and tunes its kernels for `seconds` after its weights (the first
+    start after a topology change): vLLM 0.12.0's format strings (compilation/backends.py and monitor.py,
+    model_executor/warmup/kernel_warmup.py), as (seconds after the weights, file:line, text)."""
+    if not seconds:
+        return []
+    cache = f"/root/.cache/vllm/torch_compile_cache/3c1f5e0a2b/rank_{rank}_0/backbone"
+    dynamic, total = seconds * 0.55, seconds * 0.9
+    out = [
+        (0.5, "backends.py:656", f"Using cache directory: {cache} for vLLM's torch.compile"),
+        (12.0, "backends.py:716", "Dynamo bytecode transform time: 11.84 s"),
+        (dynamic, "backends.py:289", f"Compiling a graph for dynamic shape takes {dynamic - 12:.2f} s"),
+    ]
+    for i, shape in enumerate((1, 2, 4, 8)):
+        when = dynamic + (total - dynamic) * (i + 1) / 4
+        out.append(
+            (when, "backends.py:295", f"Compiling a graph for shape {shape} takes {(total - dynamic) / 4:.2f} s")
+        )
+    out.append((total, "monitor.py:34", f"torch.compile takes {total - 0.5:.2f} s in total"))
+    out.append((seconds * 0.95, "kernel_warmup.py:65", "Warming up FlashInfer attention."))
+    return out
 
 
 def stamped(lines: list[Line], started: datetime) -> list[str]:

@@ -1,13 +1,14 @@
 """What each node's vLLM container logged (docker logs, in the snapshot): its startup reached
 serving, milestone by milestone (which came last, how long each took, the graph mode in force);
 no fault of the troubleshooting table (the catalogue's symptoms; the known noise lines are not
-faults); NCCL on RDMA over the inventory's devices, not on sockets; no NCCL version known to
-deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
+faults); every rank alive (no collective or RPC timeout since it started; a failure names the rank
+whose timeout came first across the nodes); NCCL on RDMA over the inventory's devices, not on sockets;
+no NCCL version known to deadlock with CUDA graphs. When the API is down, these say which row of the table applies."""
 
 import pytest
 
 from gb10check import probes
-from gb10check.diagnosis import startup_findings
+from gb10check.diagnosis import startup_findings, stopped
 from gb10check.errors import GB10Error
 from gb10check.facts import container
 from gb10check.parsers.vllm_log import (
@@ -16,6 +17,9 @@ from gb10check.parsers.vllm_log import (
     milestones,
     nccl_transport,
     nccl_version,
+    serving_since,
+    stops,
+    tuning,
     uses_graphs,
 )
 
@@ -23,6 +27,7 @@ pytestmark = pytest.mark.service
 
 # NCCL 2.28.9 could deadlock under CUDA graphs across nodes; 2.30.4 fixed it
 NCCL_GRAPH_DEADLOCK = ((2, 28, 9), (2, 30, 4))
+ALIVE_HINTS = ("rank-wedged",)  # test_rank_alive's findings: the log check leaves them to it
 
 
 def _log(node, deployment, service_snapshots, evidence):
@@ -77,23 +82,28 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
     if reached and reached[0].at and reached[-1].at:
         evidence.figure("startup_seconds", (reached[-1].at - reached[0].at).total_seconds())
     mine = startup_findings(findings, node.name, reached, want[-1])  # after its start, the log check's
+    busy = tuning(lines) if missing and c.running else None  # still compiling and tuning: progressing
     evidence.expect(
         not missing and c.running,
         what=f"startup of {c.name} (rank {node.spec.rank}; {c.status})",
         expected=" -> ".join(want),
         found=(steps or "no milestone")
         + (f"; not reached: {', '.join(missing)}" if missing else "")
-        + ("" if c.running else f"; the container {c.status} (exit {c.exit_code})"),
+        + ("" if c.running else f"; the container {c.status} (exit {c.exit_code})")
+        + (f"; still compiling and tuning kernels (its log{_at(busy)}: {busy.line[:160]})" if busy else ""),
         detail="; ".join(f"the log shows [{f.hint}]: {f.line[:200]}" for f in mine),
-        # what the log says, first; else a container that is gone says that; else the milestones do
-        hints=tuple(f.hint for f in mine) or (() if c.running else ("container-exited",)),
+        # what the log says, first; else a container that is gone says that; else a start still tuning its
+        # kernels; else the milestones do
+        hints=tuple(f.hint for f in mine)
+        or (() if c.running else ("container-exited",))
+        or (("startup-retuning",) if busy else ()),
     )
 
 
 @pytest.mark.hints("unexpected-output")
 def test_log_names_no_known_fault(node, deployment, service_snapshots, findings, evidence):
     _, lines = _log(node, deployment, service_snapshots, evidence)
-    mine = [f for f in findings if f.node == node.name and f.from_log]
+    mine = [f for f in findings if f.node == node.name and f.from_log and f.hint not in ALIVE_HINTS]
     evidence.expect(
         not mine,
         what="the container log against the troubleshooting catalogue's symptoms",
@@ -140,4 +150,44 @@ def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidenc
         what="NCCL version with the graph mode in force",
         expected="not 2.28.9 up to 2.30.3 with CUDA graphs (a deadlock fixed in 2.30.4)",
         found=f"nccl {version}, graph mode {mode or 'not logged on any rank'}{whose}",
+    )
+
+
+def _order(order, inventory, node):
+    first, name = order[0]
+    rest = ", ".join(f"rank {inventory.node(n).rank} {_after(first.at, s.at)}" for s, n in order[1:])
+    said = (
+        "the first rank to stop"
+        if name == node
+        else f"the first to stop: rank {inventory.node(name).rank} ({name}){_at(first)}, its {first.shown()}"
+    )
+    return said + (f"; then {rest}" if rest else "")
+
+
+def _at(stop):
+    return f" at {stop.at:%H:%M:%S.%f}"[:-3] if stop.at else ""
+
+
+def _after(a, b):
+    return f"+{(b - a).total_seconds():.1f} s" if a is not None and b is not None else "(no time)"
+
+
+@pytest.mark.hints("rank-wedged")
+def test_rank_alive(node, deployment, inventory, service_snapshots, evidence):
+    _, lines = _log(node, deployment, service_snapshots, evidence)
+    since = serving_since(lines)
+    mine = [s for s in stops(lines) if s.index >= since]
+    order = stopped(service_snapshots)
+    first = order[0][1] if order else node.name
+    evidence.expect(
+        not mine,
+        what=f"rank {node.spec.rank}'s log since it started",
+        expected="no collective or RPC timeout",
+        found=f"its {mine[0].shown()} timed out{_at(mine[0])}; {_order(order, inventory, node.name)}"
+        if mine
+        else f"none in the log since it started ({len(lines) - since} lines)"
+        if since < len(lines)
+        else f"none ({len(lines)} lines; its log shows no finished start: the startup check judges that)",
+        detail=f"its line: {mine[0].line[:300]}" if mine else "",
+        context={"node": first},  # the hint's commands: on the rank that stopped first
     )

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gb10check import asks
-from gb10check.diagnosis import expect_answered, explain
+from gb10check.diagnosis import expect_answered, explain, stopped
 from gb10check.errors import ServiceError
 from gb10check.parsers.vllm_metrics import parse_vllm_metrics
 
@@ -42,7 +42,7 @@ def test_metrics_read(api_node, api, ready, findings, evidence):
 
 
 @pytest.mark.hints("engine-stuck")
-def test_engine_generates(api_node, api, inventory, ready, answers, findings, evidence):
+def test_engine_generates(api_node, api, inventory, ready, answers, findings, service_snapshots, evidence):
     before = _metrics(api, findings, evidence)
     start = time.monotonic()
     try:
@@ -50,6 +50,8 @@ def test_engine_generates(api_node, api, inventory, ready, answers, findings, ev
         stuck = ""
     except ServiceError as exc:
         reply, stuck = None, str(exc)
+    # what the ranks' logs say of a wedge (tests_service/test_logs.py test_rank_alive: every rank's timeout)
+    order = stopped(service_snapshots)
     after = _metrics(api, findings, evidence)
     if reply is not None:
         expect_answered(evidence, reply.status, reply.error, f"chat completion ({ALIVE.prompt!r})")
@@ -62,7 +64,14 @@ def test_engine_generates(api_node, api, inventory, ready, answers, findings, ev
         found=(
             f"+{advanced:g} tokens for a reply of {reply.usage.get('completion_tokens')} (HTTP {reply.status})"
             if reply is not None
-            else f"+{advanced:g} tokens with {after.running:g} request(s) running: {stuck}"
+            else f"+{advanced:g} tokens with {after.running:g} running, {after.waiting:g} waiting: {stuck}"
         ),
-        detail="/health still answers 200 while a rank waits in a collective: look at both nodes' logs and NCCL",
+        detail="/health still answers 200 while a rank waits in a collective: "
+        + (
+            f"the logs of {len(order)} rank(s) show a collective or RPC timeout, rank "
+            f"{inventory.node(order[0][1]).rank} ({order[0][1]}) first: its {order[0][0].shown()}"
+            if order
+            else "look at every node's log and NCCL"
+        ),
+        hints=("rank-wedged", "engine-stuck") if order else ("engine-stuck",),  # the rank that stopped first
     )

@@ -186,3 +186,82 @@ def nccl_version(lines: list[LogLine]) -> str | None:
 def meaningful_text(lines: list[LogLine]) -> str:
     """The log as text for symptom matching, without the known noise lines."""
     return "\n".join(line.text for line in lines if not NOISE.search(line.text))
+
+
+# A rank that stopped: the timeouts a wedged collective leaves in the logs, in their authors' format strings
+# (quoted with their files in selftests/data/commands/vllm.rank_timeout_lines.from_source.txt).
+# PyTorch ProcessGroupNCCL.cpp WorkNCCL::checkTimeout: logPrefix() + "Watchdog caught collective operation
+# timeout: " + WorkNCCL(SeqNum=, OpType=, NumelIn=, NumelOut=, Timeout(ms)=) + " ran for N milliseconds before
+# timing out."; logPrefix() is "[PG ID i PG GUID g(desc) Rank r] " (older releases: "[PG g Rank r] ", "[Rank r] ")
+_WATCHDOG = re.compile(
+    r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+    r"WorkNCCL\((?P<work>.*?)\) ran for (?P<ms>\d+) milliseconds before timing out"
+)
+_WORK_FIELD = re.compile(r"(?P<key>SeqNum|OpType)=(?P<value>[^,\s)]+)")
+# vLLM v1/executor/multiproc_executor.py MultiprocExecutor.collective_rpc (0.12.0 to 0.34.0): f"RPC call to
+# {method} timed out." once VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (300) passed without the workers' answer
+_RPC_TIMEOUT = re.compile(r"RPC call to (?P<method>\w+) timed out")
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a rank's log says it stopped waiting on the others: its collective's watchdog or vLLM's RPC."""
+
+    kind: str  # "collective" (PyTorch's NCCL watchdog) or "rpc" (vLLM's executor)
+    at: datetime | None
+    what: str  # "ALLREDUCE SeqNum=1843, 600071 ms" (the collective and how long it ran) / "execute_model"
+    line: str
+    index: int
+
+    def shown(self) -> str:
+        return f"NCCL watchdog ({self.what})" if self.kind == "collective" else f"RPC call to {self.what}"
+
+
+def stops(lines: list[LogLine]) -> list[Stop]:
+    """Every collective or RPC timeout the log shows, in log order."""
+    out = []
+    for index, line in enumerate(lines):
+        m = _WATCHDOG.search(line.text)
+        if m:
+            work = {f["key"]: f["value"] for f in _WORK_FIELD.finditer(m["work"])}
+            what = f"{work.get('OpType', '?')} SeqNum={work.get('SeqNum', '?')}, {m['ms']} ms"
+            out.append(Stop("collective", line.at, what, line.text.strip(), index))
+            continue
+        r = _RPC_TIMEOUT.search(line.text)
+        if r:
+            out.append(Stop("rpc", line.at, r["method"], line.text.strip(), index))
+    return out
+
+
+def serving_since(lines: list[LogLine]) -> int:
+    """The log index from which this rank had started (its KV cache sized: the start's collectives are
+    behind it). A start still under way: past the end; a log whose start is out of view (--tail): 0."""
+    reached = milestones(lines)
+    kv = next((r.index for r in reached if r.milestone == "KV cache memory"), None)
+    if kv is not None:
+        return kv
+    return len(lines) if reached else 0
+
+
+# A start compiling and tuning its kernels (torch.compile's graphs, FlashInfer's autotuning, the JIT
+# warmup), between its weights and its KV cache or CUDA graphs: the first start after a topology change
+# (another TP size, other nodes) does it all again, about 36 minutes in one field report. vLLM's format
+# strings (selftests/data/commands/vllm.kernel_tuning_lines.from_source.txt): compilation/backends.py and
+# monitor.py, model_executor/warmup/kernel_warmup.py, 0.12.0 and 0.34.0 ("%s" a prefix in 0.34.0)
+_TUNING = re.compile(
+    r"Dynamo bytecode transform time: [\d.]+ s"
+    r"|Compiling a graph for (?:dynamic shape|shape \S+|compile range .+?) takes [\d.]+ s"
+    r"|torch\.compile takes [\d.]+ s in total|Starting torch\.compile"
+    r"|Running FlashInfer autotune with|Warming up FlashInfer attention|JIT kernel warmup starting"
+)
+
+
+def tuning(lines: list[LogLine]) -> Reached | None:
+    """The log's last kernel compilation or tuning line when it came after the last startup milestone
+    (the start is compiling or tuning now), else None."""
+    reached = milestones(lines)
+    after = reached[-1].index if reached else -1
+    for index in range(len(lines) - 1, after, -1):
+        if _TUNING.search(lines[index].text):
+            return Reached("compiling and tuning kernels", lines[index].at, lines[index].text.strip(), index)
+    return None

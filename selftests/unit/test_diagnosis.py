@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from gb10check import probes
 from gb10check.asks import REASONING
-from gb10check.diagnosis import expect_finished, findings_in, startup_findings
+from gb10check.diagnosis import expect_finished, findings_in, log_findings, startup_findings, stopped
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import expected_milestones, milestones, parse_docker_log
+from gb10check.snapshot import Snapshot
+from gb10check.transport import CommandResult
 from gb10check.verdict import CheckFailed, Evidence
 
 START = [
@@ -49,6 +52,71 @@ def test_a_finding_during_the_start_explains_it():
     found, reached = _findings([START[0], NCCL_LOST, *START[1:], WRONG_MODEL])  # before serving: still the start's
     assert [f.hint for f in startup_findings(found, "r0", reached, last)] == ["nccl-peer-lost"]
     assert startup_findings(found, "r1", reached, last) == []  # another node's are its own
+
+
+KV = (
+    "2026-12-01T09:12:10.000000000Z (EngineCore_DP0 pid=187) INFO 12-01 09:12:10 [gpu_worker.py:375] "
+    "Available KV cache memory: 7.62 GiB"
+)
+# PyTorch's watchdog (selftests/data/commands/vllm.rank_timeout_lines.from_source.txt)
+WATCHDOG = (
+    "2026-12-01T{}.000000000Z [rank0]:[E1201 09:00:00.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0 "
+    "Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."
+)
+
+
+def test_a_collective_timeout_is_the_load_skew_while_starting_and_a_wedged_rank_once_serving():
+    """The same watchdog line: before the rank's KV cache was sized, the faster rank waited on a slower one
+    loading its weights (the distributed timeout is too short); after it, a rank stopped while serving."""
+    found, _ = _findings([*START[:2], WATCHDOG.format("09:10:10")])
+    assert [f.hint for f in found] == ["distributed-timeout-short"]
+    found, _ = _findings([*START[:2], KV, START[2], WATCHDOG.format("10:40:00")])
+    assert [f.hint for f in found] == ["rank-wedged"]
+    found, _ = _findings([WATCHDOG.format("10:40:00")])  # the start is out of view (--tail): it served
+    assert [f.hint for f in found] == ["rank-wedged"]
+    rpc = "2026-12-01T10:40:01.000000000Z TimeoutError: RPC call to sample_tokens timed out."
+    found, _ = _findings([*START[:2], KV, START[2], rpc])
+    assert [(f.hint, f.line) for f in found] == [("rank-wedged", rpc[31:])]
+
+
+def _snapshot(node: str, raw: list[str]) -> Snapshot:
+    inspect = '[{"Name": "/vllm", "State": {"Status": "running", "Running": true}, "Config": {"Image": "x"}}]'
+    return Snapshot(
+        node,
+        {
+            probes.CONTAINER.name: CommandResult("docker container inspect vllm", 0, inspect, "", 0.1, False),
+            probes.DOCKER_LOGS.name: CommandResult("docker logs", 0, "\n".join(raw) + "\n", "", 0.1, False),
+        },
+    )
+
+
+def test_the_rank_that_stopped_first_is_the_earliest_timeout_since_the_ranks_started():
+    """Across the nodes, by Docker's timestamps: each rank's first timeout once it served (not the load
+    skew of its start), the earliest first; a rank whose log shows none is not in the order."""
+    serving = [*START[:2], KV, START[2]]
+    rpc = "2026-12-01T10:40:00.500000000Z TimeoutError: RPC call to execute_model timed out."
+    snapshots = {
+        "r0": _snapshot("r0", [*serving, WATCHDOG.format("10:40:02"), rpc]),
+        "r1": _snapshot("r1", [*START[:2], WATCHDOG.format("09:10:00"), KV, START[2]]),  # its start's: skew
+        "r2": _snapshot("r2", [*serving, WATCHDOG.format("10:40:01")]),
+        "r3": _snapshot("r3", [*serving, rpc.replace("10:40:00.5", "10:40:00.9")]),
+    }
+    order = stopped(snapshots)
+    assert [(name, stop.kind) for stop, name in order] == [("r3", "rpc"), ("r2", "collective"), ("r0", "collective")]
+    assert order[1][0].shown() == "NCCL watchdog (ALLREDUCE SeqNum=3, 600012 ms)"
+
+
+def test_an_api_failure_names_the_rank_that_stopped_first_first():
+    """explain() lists the findings in this order: the ranks' timeouts by time, the other findings in place."""
+    serving = [*START[:2], KV, START[2]]
+    snapshots = {
+        "r0": _snapshot("r0", [*serving, WATCHDOG.format("10:40:02")]),
+        "r1": _snapshot("r1", [*serving, NCCL_LOST]),
+        "r2": _snapshot("r2", [*serving, WATCHDOG.format("10:40:01")]),
+    }
+    found = log_findings(snapshots, Catalogue.load())
+    assert [(f.node, f.hint) for f in found] == [("r2", "rank-wedged"), ("r1", "nccl-peer-lost"), ("r0", "rank-wedged")]
 
 
 @pytest.mark.parametrize(

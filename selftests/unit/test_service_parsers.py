@@ -30,6 +30,9 @@ from gb10check.parsers.vllm_log import (
     nccl_transport,
     nccl_version,
     parse_docker_log,
+    serving_since,
+    stops,
+    tuning,
 )
 from gb10check.parsers.vllm_metrics import parse_vllm_metrics
 
@@ -214,3 +217,82 @@ def test_the_last_word_on_the_graph_mode_is_the_one_in_force():
     captured = [line for mode, line in GRAPH_LINES if mode.startswith("captured")]
     assert graph_mode(parse_docker_log(_docker([*captured, *override]))) == "NONE"
     assert graph_mode(parse_docker_log(_docker(["(APIServer pid=1) INFO:     Application startup complete."]))) is None
+
+
+TIMEOUT_LINES = [
+    tuple(line.split("\t", 2))
+    for line in (DATA / "commands" / "vllm.rank_timeout_lines.from_source.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "what", "line"), TIMEOUT_LINES, ids=[f"{i}-{k}" for i, (k, _, _) in enumerate(TIMEOUT_LINES)]
+)
+def test_a_wedged_ranks_timeouts_are_read_from_their_format_strings_output(kind, what, line):
+    (stop,) = stops(parse_docker_log(_docker(["(Worker_TP2 pid=88) INFO 12-04 10:42:00 [core.py:1] serving", line])))
+    assert (stop.kind, stop.what, stop.index) == (kind, what, 1)
+    assert stop.at == datetime(2026, 2, 5, 22, 48, 53, tzinfo=UTC)  # Docker's stamp: when the rank logged it
+
+
+# PyTorch's c10::str pieces (WorkNCCL::checkTimeout, operator<<, createLogPrefix) and vLLM's f-string, filled
+PREFIXES = ("[PG ID 0 PG GUID 0(default_pg) Rank 3] ", "[PG ID 1 PG GUID 5 Rank 3] ", "[PG 1 Rank 3] ", "[Rank 3] ")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("op", ["ALLREDUCE", "ALLGATHER", "_ALLGATHER_BASE", "REDUCE_SCATTER", "SEND", "RECV"])
+def test_every_watchdog_prefix_and_op_type(prefix, op):
+    work = "".join(["WorkNCCL(", "SeqNum=", "77", ", OpType=", op, ", NumelIn=", "8", ", NumelOut=", "8",
+                    ", Timeout(ms)=", "600000", ")"])  # fmt: skip
+    line = "".join([prefix, "Watchdog caught collective operation timeout: ", work, " ran for ", "600042",
+                    " milliseconds before timing out."])  # fmt: skip
+    (stop,) = stops(parse_docker_log(_docker([line])))
+    assert (stop.kind, stop.what) == ("collective", f"{op} SeqNum=77, 600042 ms")
+
+
+@pytest.mark.parametrize("method", ["execute_model", "sample_tokens", "execute_dummy_batch", "take_draft_token_ids"])
+def test_vllms_rpc_timeout(method):
+    (stop,) = stops(parse_docker_log(_docker([f"RPC call to {method} timed out."])))
+    assert (stop.kind, stop.what, stop.shown()) == ("rpc", method, f"RPC call to {method}")
+
+
+def test_a_log_without_timeouts_has_no_stop():
+    assert stops(parse_docker_log(_docker(["Watchdog thread started", "RPC call to execute_model returned"]))) == []
+
+
+def test_a_rank_serves_from_its_kv_cache_on_and_a_start_out_of_view_served_all_along():
+    start = ["(Worker_TP1 pid=88) INFO 12-03 09:00:00 [m.py:1] Starting to load model x...",
+             "(Worker_TP1 pid=88) INFO 12-03 09:05:00 [g.py:1] Available KV cache memory: 6.78 GiB",
+             "(Worker_TP1 pid=88) INFO 12-03 10:05:00 [x.py:1] later"]  # fmt: skip
+    assert serving_since(parse_docker_log(_docker(start))) == 1
+    assert serving_since(parse_docker_log(_docker(start[:1]))) == 1  # still starting: past its end
+    assert serving_since(parse_docker_log(_docker(start[2:]))) == 0  # --tail cut the start off
+
+
+TUNING_LINES = [
+    line
+    for line in (DATA / "commands" / "vllm.kernel_tuning_lines.from_source.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+]
+LOADED = (
+    "(Worker_TP1 pid=88) INFO 12-04 09:05:00 [gpu_model_runner.py:3659] Model loading took 86.33 GiB memory and "
+    "300.790000 seconds"
+)
+
+
+@pytest.mark.parametrize("line", TUNING_LINES, ids=[f"{i}" for i in range(len(TUNING_LINES))])
+def test_a_start_compiling_or_tuning_kernels_is_read_from_vllms_lines(line):
+    """After its weights, a start that logs torch.compile's or FlashInfer's work is compiling and tuning;
+    the cache's own lines (its directory, a hit) are not."""
+    found = tuning(parse_docker_log(_docker([LOADED, line.removeprefix("-")])))
+    if line.startswith("-"):
+        assert found is None
+    else:
+        assert found is not None and (found.index, found.line) == (1, line)
+
+
+def test_tuning_ends_at_the_next_milestone():
+    compiling = next(line for line in TUNING_LINES if "dynamic shape takes" in line)
+    kv = "(Worker_TP1 pid=88) INFO 12-04 09:20:00 [gpu_worker.py:375] Available KV cache memory: 6.78 GiB"
+    assert tuning(parse_docker_log(_docker([LOADED, compiling, kv]))) is None
+    assert tuning(parse_docker_log(_docker([LOADED]))) is None

@@ -1,0 +1,18 @@
+"""The order a run's hints are shown in, root cause first (gb10check/root_cause.py)."""
+
+from __future__ import annotations
+
+from gb10check.root_cause import hint_order
+
+
+def test_a_wedged_rank_comes_before_the_stuck_engine_and_the_timeouts_it_explains():
+    """The engine stuck and the requests timing out follow from the rank that stopped (its collective's
+    timeout in the logs), whichever check the run met first."""
+    rows = [
+        {"test": "tests_service/test_correctness.py::test_canary_answer[a]", "verdict": "failed",
+         "hints": ["service-timeout"]},
+        {"test": "tests_service/test_metrics.py::test_engine_generates[a]", "verdict": "failed",
+         "hints": ["engine-stuck"]},
+        {"test": "tests_service/test_logs.py::test_rank_alive[c]", "verdict": "failed", "hints": ["rank-wedged"]},
+    ]  # fmt: skip
+    assert hint_order([], rows) == ["rank-wedged", "engine-stuck", "service-timeout"]
