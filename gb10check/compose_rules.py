@@ -44,6 +44,7 @@ class Rule:
     hint: str
     check: Callable[[Context], Outcome]
     rank0_only: bool = False
+    topologies: tuple[str, ...] = ()  # the cluster shapes it is a check for (empty: every shape)
 
 
 def _value(value: object) -> str:
@@ -309,7 +310,7 @@ RULES: tuple[Rule, ...] = (
     Rule("reasoning-parser", "the reasoning parser", "reasoning-parser-missing", _reasoning_parser, rank0_only=True),
     Rule("tool-call-parser", "tool calling", "tool-call-parser-missing", _tool_call_parser, rank0_only=True),
     Rule("served-model-name", "the served model name", "served-name-mismatch", _served_name, rank0_only=True),
-    Rule("ring-nccl", "the ring's NCCL settings", "nccl-ring-settings", _ring_nccl),
-    Rule("ray-on-ring", "no Ray executor on a ring", "ray-on-ring", _ray_on_ring),
+    Rule("ring-nccl", "the ring's NCCL settings", "nccl-ring-settings", _ring_nccl, topologies=("ring",)),
+    Rule("ray-on-ring", "no Ray executor on a ring", "ray-on-ring", _ray_on_ring, topologies=("ring",)),
     Rule("parallel-size", "TP x PP x DP = the GPUs", "parallel-size-not-gpus", _parallel_size),
 )

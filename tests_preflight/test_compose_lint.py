@@ -21,10 +21,12 @@ class RuleOnNode(OnNode):
 
 
 def pytest_generate_tests(metafunc):
-    """One case per rule and node (rank-0 rules on rank 0 only), each with its rule's hint."""
+    """One case per rule and node (rank-0 rules on rank 0 only), each with its rule's hint; a rule for
+    other cluster shapes (a ring's NCCL settings on a pair) is no check of this cluster: not collected."""
     if "rule_on_node" in metafunc.fixturenames and INVENTORY in metafunc.config.stash:
-        nodes = metafunc.config.stash[INVENTORY].nodes
-        cases = [RuleOnNode(n.name, rule) for rule in RULES for n in nodes if n.rank == 0 or not rule.rank0_only]
+        inventory = metafunc.config.stash[INVENTORY]
+        rules = [r for r in RULES if not r.topologies or inventory.topology in r.topologies]
+        cases = [RuleOnNode(n.name, r) for r in rules for n in inventory.nodes if n.rank == 0 or not r.rank0_only]
         metafunc.parametrize(
             "rule_on_node", [pytest.param(c, id=str(c), marks=pytest.mark.hints(c.rule.hint)) for c in cases]
         )

@@ -104,6 +104,18 @@ def expected_failures(expect, ids: set[str], scenario=None) -> dict[str, set[str
     return out
 
 
+def _difference(found: dict[str, set[str]], expected: dict[str, set[str]]) -> str:
+    """What a scenario's run failed beyond or short of its [expect], one line per test id, first."""
+    lines = [f"failed, not expected: {t} {sorted(found[t])}" for t in sorted(set(found) - set(expected))]
+    lines += [f"expected, did not fail: {t} {sorted(expected[t])}" for t in sorted(set(expected) - set(found))]
+    lines += [
+        f"other hints: {t} {sorted(found[t])}, expected {sorted(expected[t])}"
+        for t in sorted(set(found) & set(expected))
+        if found[t] != expected[t]
+    ]
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize("scenario", builtin_names())
 def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids):
     """Each builtin scenario states in its file what it breaks and what must fail ([expect]), its
@@ -116,7 +128,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
     ids = healthy_ids(reference, expect.marker, own=run if reference == scenario else None)
     expected = expected_failures(expect, ids, loaded)
     assert set(run.junit) == ids, run.out
-    assert run.failed() == expected, run.out
+    assert run.failed() == expected, _difference(run.failed(), expected) + run.out
     assert run.rc == (1 if expected else 0), run.out
     for tid in expected:
         message = run.junit[tid]["message"]
