@@ -32,6 +32,8 @@ FOLLOWS = {
     "driver-differs": ("driver-version-mismatch", "driver-reboot-pending"),
     "bw-connect-failed": ("cable-crossed",),  # perftest's TCP exchange over a cable that reaches another node
     "engine-stuck": ("rank-wedged",),
+    # a figure below the rail's minimum over a port that negotiated less than the rail's rate
+    "bw-low": ("link-rate-low", "switch-port-rate-low"),
 }
 
 

@@ -16,3 +16,16 @@ def test_a_wedged_rank_comes_before_the_stuck_engine_and_the_timeouts_it_explain
         {"test": "tests_service/test_logs.py::test_rank_alive[c]", "verdict": "failed", "hints": ["rank-wedged"]},
     ]  # fmt: skip
     assert hint_order([], rows) == ["rank-wedged", "engine-stuck", "service-timeout"]
+
+
+def test_a_port_that_negotiated_less_comes_before_the_slow_figures_over_it():
+    """On a 4-switch with one port at 100G, the three pairs over it measure half: the rate is the cause."""
+    rows = [
+        {"test": f"tests_network/test_bandwidth.py::test_rdma_bandwidth[{p}-c-r0]", "verdict": "failed",
+         "hints": ["bw-low"]}
+        for p in ("a", "b", "d")
+    ] + [
+        {"test": "tests_network/test_rdma_ports.py::test_rdma_port_rate[c-r0]", "verdict": "failed",
+         "hints": ["switch-port-rate-low"]},
+    ]  # fmt: skip
+    assert hint_order([], rows) == ["switch-port-rate-low", "bw-low"]
