@@ -73,13 +73,17 @@ def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
     run = run_suite(tmp_path, "--sim", "node-down", "-m", "network", "-k", "not bandwidth")
     ifname = f"tests_network/test_nccl_env.py::test_socket_interfaces_are_on_the_fabric[{R0}]"
     on_rank0 = {tid: hints for tid, hints in run.failed().items() if f"[{R0}" in tid}
-    # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check, and rank 0's pings of rank 1 over the 2 rails
-    assert ifname in on_rank0 and len(on_rank0) == 9, run.out
+    # 2 ports, 2 carriers, 2 RDMA ports, 1 socket check, and rank 0's pings of rank 1 and the cabling between
+    # them (both ends' ARP answers) over the 2 rails
+    assert ifname in on_rank0 and len(on_rank0) == 11, run.out
     rows = {r["test"]: r for r in run.summary["checks"]}
     for tid, hints in on_rank0.items():
         assert hints == {"node-unreachable"}, (tid, hints)
         failed = [e for e in rows[tid]["evidence"] if not e["ok"]]
-        assert f"this follows from {R1}, which cannot be reached" in failed[-1]["detail"], failed
+        if "test_cabling.py" in tid:  # both ends' ARP answers are the evidence: rank 1's error itself
+            assert not failed and rows[tid]["message"].startswith(f"[node-unreachable] {R1} "), rows[tid]
+        else:
+            assert f"this follows from {R1}, which cannot be reached" in failed[-1]["detail"], failed
         own = rows[tid]["troubleshooting"]["node-unreachable"]
         assert "@192.168.40.32 true   # where gb10check runs" in own, own  # the ssh to rank 1, not to rank 0
     # each says it in one line; the hint's text once, in the troubleshooting section at the end
