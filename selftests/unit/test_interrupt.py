@@ -113,3 +113,34 @@ def test_a_signal_during_collection_is_an_interrupted_run_never_an_internal_erro
     summary = json.loads((pytester.path / "reports" / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert [row["check"] for row in summary["checks"]] == ["session"]
+
+
+def _check(nodeid: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(nodeid=nodeid, location=("t.py", 1, nodeid), keywords={})
+
+
+def test_a_signal_between_the_next_checks_start_and_its_logstart_names_that_check(handler):
+    # pytest_runtest_protocol has set `running`, pytest_runtest_logstart has not yet set the stage
+    interrupt.STATE.started = True
+    interrupt.STATE.stage = "after t.py::test_a"
+    interrupt.STATE.running = _check("t.py::test_b")
+    interrupt.STATE.signal_name = "SIGTERM"
+    interrupt.settle()
+    report = interrupt.interrupted_item_report()
+    assert interrupt.STATE.stage == "t.py::test_b"
+    assert report is not None and report.nodeid == "t.py::test_b"
+    assert "while it was being set up" in str(report.longrepr)
+
+
+def test_a_signal_after_a_checks_teardown_was_logged_cuts_no_check(handler):
+    # the teardown report is in, `running` not yet cleared: the check finished, none was cut
+    interrupt.STATE.started = True
+    interrupt.STATE.stage = "t.py::test_a"
+    interrupt.STATE.running = _check("t.py::test_a")
+    interrupt.STATE.phase_done = {"setup", "call", "teardown"}
+    interrupt.STATE.signal_name = "SIGTERM"
+    interrupt.settle()
+    assert interrupt.STATE.stage == "after t.py::test_a"
+    assert interrupt.interrupted_item_report() is None
