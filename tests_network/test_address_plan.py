@@ -22,7 +22,9 @@ def _size(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
 
 @pytest.mark.hints("halves-one-subnet")
 def test_each_rail_on_its_own_subnet(node, inventory, evidence):
-    """No two of the node's fabric netdevs (and its control-plane netdev) share a subnet: the kernel
+    """Each fabric netdev on a subnet of its own.
+
+    No two of the node's fabric netdevs (and its control-plane netdev) share a subnet: the kernel
     then routes both rails' traffic out of one of them, and replies come back over the other cable."""
     mine = [m.netdev for _, m in inventory.members_of(node.name)]
     if not mine:
@@ -70,7 +72,9 @@ def _routed_through(cluster, inventory, node) -> list[str]:
 
 @pytest.mark.hints("ip-forward-off")
 def test_forwards_what_others_route_through_it(node, cluster, inventory, evidence):
-    """Where the deployment routes through a node (another node's route has one of its fabric addresses
+    """IP forwarding on where another node routes through this one.
+
+    Where the deployment routes through a node (another node's route has one of its fabric addresses
     as gateway: a ring reaching its non-adjacent subnets, e.g. a control plane on a ring rail), that node
     forwards (net.ipv4.ip_forward = 1). A ring whose control plane is the LAN and whose NCCL talks to
     neighbours only routes nothing through anyone: not needed, and the check says so."""
@@ -98,7 +102,9 @@ def test_forwards_what_others_route_through_it(node, cluster, inventory, evidenc
 
 @pytest.mark.hints("forward-chain-drops")
 def test_forward_chain_passes_fabric_traffic(node, cluster, inventory, evidence):
-    """Where the deployment routes through a node, its FORWARD chain (and Docker's DOCKER-USER, which
+    """The FORWARD chain passes fabric traffic where the node routes.
+
+    Where the deployment routes through a node, its FORWARD chain (and Docker's DOCKER-USER, which
     FORWARD jumps to first) passes traffic from each fabric netdev to each other one: Docker sets the
     FORWARD policy to DROP when it starts, which in the field looks exactly like a dead cable."""
     node.snapshot().fact(probes.IP_FORWARD)  # the node's own say first (a node that cannot be asked)

@@ -154,7 +154,9 @@ def _expect_ran(evidence, run):
 
 @pytest.mark.hints("bw-connect-failed")
 def test_rdma_write_runs(rail_pair, runs, evidence):
-    """The run works between these two nodes over this rail (alone): server listening, client connected, a figure."""
+    """An RDMA write test runs between the pair over the rail.
+
+    The run works between these two nodes over this rail (alone): server listening, client connected, a figure."""
     _expect_ran(evidence, runs.alone(rail_pair))
 
 
@@ -202,7 +204,9 @@ def _slow_card(cluster, rail, nodes, gbps, others=()):
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
 def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
-    """The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps; a figure far
+    """RDMA write bandwidth over the rail, alone on it.
+
+    The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps; a figure far
     below the rate both ends negotiated is a degraded ConnectX-7 (`cx7-degraded`), not a slow link."""
     run = runs.alone(rail_pair)
     if run.gbps is None:
@@ -224,7 +228,9 @@ def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
 def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, evidence):
-    """Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
+    """RDMA write bandwidth over every rail at once.
+
+    Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
     NIC gets between them."""
     rails = inventory.rails_between(node_pair.node, node_pair.peer)
     if len(rails) < 2:

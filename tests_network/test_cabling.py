@@ -11,7 +11,9 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.hints("cable-crossed")
 def test_cable_ends_where_the_inventory_says(rail_pair, cluster, evidence):
-    """Both ends ask for each other's address on the rail: a swapped cable, a ring out of rank order, a
+    """Each cable ends where the inventory says.
+
+    Both ends ask for each other's address on the rail: a swapped cable, a ring out of rank order, a
     node on another switch port or bridge, two nodes holding one address are each found here, with what
     to move (Linux answers ARP for any of its addresses on any netdev: such a wire may still ping)."""
     a, b = rail_pair.ends()

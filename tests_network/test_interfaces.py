@@ -47,6 +47,7 @@ def _far_end(cluster, inventory, rail, node):
 
 @pytest.mark.hints("roce-link-down")
 def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, evidence):
+    """Each fabric netdev present, up, with its address."""
     node, rail, mine = member.node, member.rail, member.member
     netdevs = _netdevs(cluster, node)
     dev = netdevs.get(mine.netdev)
@@ -105,7 +106,9 @@ def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, evidence):
 
 @pytest.mark.hints("mtu-mismatch")
 def test_one_mtu_per_link(rail, cluster, evidence):
-    """Every member of a rail: the same MTU (a jumbo frame on one end only drops the large packets)."""
+    """One MTU on every member of a rail.
+
+    Every member of a rail: the same MTU (a jumbo frame on one end only drops the large packets)."""
     mtus = {}
     for m in rail.members:
         dev = _netdevs(cluster, m.node).get(m.netdev)
@@ -128,7 +131,9 @@ def test_one_mtu_per_link(rail, cluster, evidence):
 
 @pytest.mark.hints("qsfp-address-duplicate")
 def test_no_qsfp_address_twice(cluster, inventory, evidence):
-    """Every fabric and control-plane address the nodes carry stands once in the cluster (a copied
+    """No fabric or control-plane address twice in the cluster.
+
+    Every fabric and control-plane address the nodes carry stands once in the cluster (a copied
     netplan does this)."""
     if not inventory.rails:
         pytest.skip("the inventory lists no rails")
@@ -150,7 +155,9 @@ def test_no_qsfp_address_twice(cluster, inventory, evidence):
 
 @pytest.mark.hints("default-route-on-qsfp")
 def test_default_route_stays_off_the_qsfp(node, inventory, evidence):
-    """The default route (and any route out) belongs to the LAN: on a fabric netdev it drops serving
+    """The default route stays off the fabric.
+
+    The default route (and any route out) belongs to the LAN: on a fabric netdev it drops serving
     the day that link flaps, and steers SSH and downloads over the cable."""
     qsfp = {m.netdev for _, m in inventory.members_of(node.name)}
     routes = node.snapshot().fact(probes.IP_ROUTE)

@@ -24,6 +24,7 @@ def _lines(events, shown=3):
 
 @pytest.mark.hints("roce-link-flap")
 def test_qsfp_link_did_not_flap(member, cluster, evidence):
+    """The fabric link did not flap since boot."""
     netdev = member.member.netdev
     log = _kernel_log(cluster, member.node)
     flaps = log.flaps(netdev)
@@ -40,6 +41,7 @@ def test_qsfp_link_did_not_flap(member, cluster, evidence):
 
 @pytest.mark.hints("recabled-no-reboot")
 def test_no_pcie_hotplug_since_boot(node, cluster, evidence):
+    """No PCIe hot-plug event since boot."""
     log = _kernel_log(cluster, node.name)
     events = log.of("hotplug")
     evidence.expect(
@@ -52,6 +54,7 @@ def test_no_pcie_hotplug_since_boot(node, cluster, evidence):
 
 @pytest.mark.hints("gpu-xid")
 def test_no_gpu_xid_errors(node, cluster, evidence):
+    """No GPU Xid error since boot."""
     log = _kernel_log(cluster, node.name)
     xids = log.of("xid")
     codes = sorted({e.what for e in xids}, key=int)

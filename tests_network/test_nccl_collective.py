@@ -47,6 +47,7 @@ def collective(cluster, inventory, skip_while_serving):
 
 @pytest.mark.hints("nccl-tests-failed")
 def test_nccl_collective_runs(collective, inventory, evidence):
+    """The NCCL collective runs, one rank on every node."""
     command, res, size, lowest = collective
     rank0_name = inventory.api_node.name  # where the command ran: its hint's lines say so
     evidence.expect(
@@ -79,6 +80,7 @@ def test_nccl_collective_runs(collective, inventory, evidence):
 @pytest.mark.performance
 @pytest.mark.hints("nccl-busbw-low")
 def test_nccl_collective_bandwidth(collective, inventory, evidence):
+    """NCCL bus bandwidth at or above the topology's floor."""
     command, res, size, _ = collective
     rank0_name = inventory.api_node.name
     if res.rc != 0:

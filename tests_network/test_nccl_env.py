@@ -24,7 +24,9 @@ SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 @pytest.mark.hints("nccl-socket-ifname")
 def test_socket_interfaces_are_on_the_fabric(node, inventory, deployment, link_down_advice, evidence):
-    """The control plane as vLLM gets it: up, on the master address's subnet, and, when the
+    """vLLM's control-plane netdev up and on the master's subnet.
+
+    The control plane as vLLM gets it: up, on the master address's subnet, and, when the
     inventory puts it on the fabric, not the netdev the default route leaves by (a ring's or a
     switch's control plane on the LAN port is where the default route is: that is its design)."""
     snap = node.snapshot()
@@ -83,7 +85,9 @@ def _link_down(link_down_advice, inventory, node, netdev):
 
 @pytest.mark.hints("nccl-hca-incomplete")
 def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
-    """The RDMA devices NCCL_IB_HCA selects on this node, as NCCL matches it against the node's
+    """NCCL_IB_HCA selects exactly the node's rail devices.
+
+    The RDMA devices NCCL_IB_HCA selects on this node, as NCCL matches it against the node's
     devices, are exactly those of the node's ends of the rails: with one half of the cable NCCL
     runs at half speed or worse; with an extra device it may route over a port that is not the
     cable's. (Whether those ports are ACTIVE is the port checks' verdict.)"""
@@ -140,7 +144,9 @@ QUIET = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")  # settings that 
 
 @pytest.mark.hints("nccl-conf-override")
 def test_no_nccl_conf_sets_hidden_variables(node, deployment, container_nccl_conf, evidence):
-    """NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then
+    """No NCCL config file sets what the compose does not show.
+
+    NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then
     /etc/nccl.conf; on the host, /etc/nccl.conf): a variable the compose leaves unset takes the
     file's value, unseen by anyone reading the compose (NCCL_IB_DISABLE=1, NCCL_NET=Socket...)."""
     snap = node.snapshot()

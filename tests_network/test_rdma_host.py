@@ -13,6 +13,7 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.hints("cma-zero")
 def test_cma_reserved(node, evidence):
+    """Contiguous memory (CMA) reserved at boot."""
     fields = node.snapshot().fact(probes.MEMINFO).fields
     cma = fields.get("CmaTotal")
     evidence.expect(
@@ -31,6 +32,7 @@ def _workload_user(service):
 
 @pytest.mark.hints("removeipc-yes")
 def test_ipc_survives_logout(node, deployment, evidence):
+    """vLLM's shared memory survives a logout."""
     snap = node.snapshot()
     user = _workload_user(compose_service(snap, deployment))
     setting = parse_remove_ipc(snap.fact(probes.LOGIND))

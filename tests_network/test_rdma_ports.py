@@ -44,6 +44,7 @@ def _port_of(member, cluster, evidence):
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
 def test_rdma_port_active(member, cluster, link_down_advice, evidence):
+    """The RDMA port active on its rail's netdev."""
     end = member.member
     port = _port_of(member, cluster, evidence)
     evidence.expect(
@@ -72,7 +73,9 @@ def test_rdma_port_active(member, cluster, link_down_advice, evidence):
 @pytest.mark.performance
 @pytest.mark.hints("link-rate-low")
 def test_rdma_port_rate(member, cluster, inventory, evidence):
-    """The rate the port negotiated (mlx5 derives it from the Ethernet speed in force) against its rail's
+    """The port's negotiated rate meets its rail's.
+
+    The rate the port negotiated (mlx5 derives it from the Ethernet speed in force) against its rail's
     declared rate (rate_gbps: 200, 100 for a declared breakout); on a switch the far end is a switch port,
     named as the side to fix (`switch-port-rate-low`)."""
     end, rail = member.member, member.rail
@@ -167,7 +170,9 @@ def _v2_ipv4_index(cluster, node, end):
 @pytest.mark.smoke
 @pytest.mark.hints("gid-index-mismatch")
 def test_gid_index(member, cluster, inventory, evidence):
-    """The RoCE v2 IPv4 GID of the member's address at the index NCCL uses on its device. NCCL_IB_GID_INDEX is
+    """The RoCE v2 IPv4 GID at the index NCCL uses.
+
+    The RoCE v2 IPv4 GID of the member's address at the index NCCL uses on its device. NCCL_IB_GID_INDEX is
     one value for every device of the node: a device whose GID sits elsewhere than the others' is named as
     such (no one value fits them all). The index is recorded (figure gid_index): --history names a move."""
     node, end = member.node, member.member

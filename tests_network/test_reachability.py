@@ -14,7 +14,9 @@ pytestmark = pytest.mark.network
 @pytest.mark.smoke
 @pytest.mark.hints("qsfp-ping-lost")
 def test_peer_answers_full_frames(rail_pair, cluster, evidence):
-    """The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
+    """The peer answers full-size frames over the rail.
+
+    The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
     node, peer = rail_pair.node, rail_pair.peer
     mine, theirs = rail_pair.ends()
     what = f"ping {theirs.ip} ({peer}) out of {mine.netdev}"

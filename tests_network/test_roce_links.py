@@ -10,6 +10,7 @@ pytestmark = pytest.mark.network
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
 def test_roce_link_up(member, cluster, link_down_advice, evidence):
+    """The RDMA device listed and its link up."""
     end = member.member
     ports = cluster.snapshot(member.node).fact(probes.IBDEV2NETDEV)
     port = next((p for p in ports if p.rdma_device == end.rdma_device), None)

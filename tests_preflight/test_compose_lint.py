@@ -33,6 +33,7 @@ def pytest_generate_tests(metafunc):
 
 
 def test_compose_rule(rule_on_node, cluster, inventory, deployment, evidence):
+    """The compose obeys the deployment rule."""
     node, rule = cluster[rule_on_node.node], rule_on_node.rule
     cluster.gather()
     snap = node.snapshot()

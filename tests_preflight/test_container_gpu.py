@@ -79,6 +79,7 @@ def _versions(node) -> str:
 
 @pytest.mark.hints("gpu-not-in-container")
 def test_gpu_visible_in_container(node, container_gpu_probes, skip_if_starting, evidence):
+    """The GPU visible inside a container."""
     tried = container_gpu_probes[node.name]
     if isinstance(tried, GB10Error):
         raise tried

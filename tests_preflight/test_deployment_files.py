@@ -20,6 +20,7 @@ def _non_empty(text):
 
 @pytest.mark.hints("deployment-files-differ")
 def test_compose_identical_on_every_node(cluster, inventory, deployment, evidence):
+    """The same compose file on every node."""
     digests = {}
     for n in inventory.nodes:
         text = cluster.snapshot(n.name).fact(probes.COMPOSE, _non_empty)
@@ -39,6 +40,7 @@ def test_compose_identical_on_every_node(cluster, inventory, deployment, evidenc
 
 @pytest.mark.hints("env-mismatch")
 def test_env_names_this_node(node, inventory, deployment, evidence):
+    """The .env names this node: rank, address, model."""
     env = dotenv(node.snapshot(), deployment)
     # VLLM_HOST_IP: the node's own address on the control plane (where Gloo and the master address are)
     expected = {"NODE_RANK": str(node.spec.rank), "VLLM_HOST_IP": inventory.control_address(node.name)}
@@ -56,7 +58,9 @@ def test_env_names_this_node(node, inventory, deployment, evidence):
 
 @pytest.mark.hints("master-addr-wrong")
 def test_master_addr_is_rank0(node, inventory, deployment, evidence):
-    """MASTER_ADDR is fixed to rank 0's address; it must never follow the node's own VLLM_HOST_IP."""
+    """MASTER_ADDR fixed to rank 0's address.
+
+    MASTER_ADDR is fixed to rank 0's address; it must never follow the node's own VLLM_HOST_IP."""
     snap = node.snapshot()
     run = vllm_run(snap, deployment, node.spec.rank)
     rank0 = inventory.master_address

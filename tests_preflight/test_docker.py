@@ -10,6 +10,7 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("docker-cgroup-accounting")
 def test_docker_memory_accounting(node, evidence):
+    """Docker accounts memory with cgroup v2 and systemd."""
     info = node.snapshot().fact(probes.DOCKER_INFO)
     evidence.expect(
         (info.cgroup_version, info.cgroup_driver) == ("2", "systemd"),

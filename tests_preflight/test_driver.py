@@ -28,6 +28,7 @@ def _loaded(node, evidence):
 @pytest.mark.smoke
 @pytest.mark.hints("driver-version-mismatch")
 def test_driver_versions_match(node, nvidia_smi, evidence):
+    """The NVIDIA userspace matches the loaded kernel module."""
     kernel = _loaded(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
     smi = node.snapshot().fact(probes.NVIDIA_SMI)
@@ -52,7 +53,9 @@ def test_driver_versions_match(node, nvidia_smi, evidence):
 
 @pytest.mark.hints("driver-reboot-pending")
 def test_installed_module_is_the_loaded_one(node, evidence):
-    """A driver upgrade installs a new module on disk; until a reboot the old one stays loaded."""
+    """The installed NVIDIA module is the loaded one.
+
+    A driver upgrade installs a new module on disk; until a reboot the old one stays loaded."""
     kernel = _loaded(node, evidence)
     installed = node.snapshot().fact(probes.MODINFO_VERSION)
     evidence.expect(

@@ -46,6 +46,7 @@ def _missing(blocked):
 
 @pytest.mark.hints("ufw-blocks-cluster")
 def test_firewall_allows_cluster_traffic(node, inventory, evidence):
+    """The firewall allows the cluster's traffic."""
     snap = node.snapshot()
     status = snap.fact(probes.UFW_STATUS)
     if not status.active:
@@ -66,7 +67,9 @@ def test_firewall_allows_cluster_traffic(node, inventory, evidence):
 
 @pytest.mark.hints("ufw-not-persistent")
 def test_firewall_after_reboot(node, inventory, evidence):
-    """The state a reboot brings: ufw starts when ufw.conf says ENABLED=yes and its unit is enabled."""
+    """The firewall still allows it after a reboot.
+
+    The state a reboot brings: ufw starts when ufw.conf says ENABLED=yes and its unit is enabled."""
     snap = node.snapshot()
     active = snap.fact(probes.UFW_STATUS).active
     on_boot = snap.fact(probes.UFW_CONF)

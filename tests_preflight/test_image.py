@@ -11,6 +11,7 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("wrong-image")
 def test_compose_uses_the_deployment_image(node, deployment, evidence):
+    """The compose uses the deployment image."""
     svc = compose_service(node.snapshot(), deployment)
     evidence.expect(
         svc.image == deployment.image,
@@ -23,6 +24,7 @@ def test_compose_uses_the_deployment_image(node, deployment, evidence):
 
 @pytest.mark.hints("image-missing")
 def test_image_present(node, deployment, evidence):
+    """The deployment image present."""
     snap = node.snapshot()
     image = snap.fact(probes.IMAGE)
     repo = deployment.image.rsplit(":", 1)[0]
@@ -44,7 +46,9 @@ def test_image_present(node, deployment, evidence):
 
 @pytest.mark.hints("image-layers-differ")
 def test_image_layers_identical(cluster, inventory, deployment, evidence):
-    """After `docker load` the image ID may differ between nodes; the RootFS layers must not."""
+    """The image's layers the same on every node.
+
+    After `docker load` the image ID may differ between nodes; the RootFS layers must not."""
     layers = {}
     for spec in inventory.nodes:
         image = cluster.snapshot(spec.name).fact(probes.IMAGE)

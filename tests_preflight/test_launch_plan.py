@@ -23,7 +23,9 @@ def pytest_generate_tests(metafunc):
 
 @pytest.mark.hints("node-rank-repeated")
 def test_node_rank_unique(cluster, inventory, deployment, evidence):
-    """Every node starts vLLM with its own --node-rank: two nodes with one rank are named together."""
+    """Each node starts with its own --node-rank.
+
+    Every node starts vLLM with its own --node-rank: two nodes with one rank are named together."""
     cluster.gather()
     snaps = {n.name: cluster.snapshot(n.name) for n in inventory.nodes}
     ranks = {n.name: vllm_run(snaps[n.name], deployment, n.rank).value("--node-rank") for n in inventory.nodes}
@@ -47,7 +49,9 @@ def test_node_rank_unique(cluster, inventory, deployment, evidence):
 
 @pytest.mark.hints("master-unreachable")
 def test_master_reachable_on_control_plane(follower, cluster, inventory, evidence):
-    """Each follower reaches the master address out of its control-plane netdev (where its ranks'
+    """Each follower reaches the master over the control plane.
+
+    Each follower reaches the master address out of its control-plane netdev (where its ranks'
     sockets and Gloo go): full frames, don't fragment, from its own snapshot."""
     node, master, rank0 = follower.node, inventory.master_address, inventory.api_node.name
     netdev = inventory.control_netdev(node)
@@ -83,7 +87,9 @@ def test_master_reachable_on_control_plane(follower, cluster, inventory, evidenc
 
 @pytest.mark.hints("tp-heads-indivisible")
 def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
-    """The TP size rank 0 starts with splits the model's attention and KV heads (its config.json in
+    """The TP size splits the model's attention and KV heads.
+
+    The TP size rank 0 starts with splits the model's attention and KV heads (its config.json in
     rank 0's HF cache; the same weights and command everywhere are checks of their own)."""
     rank0 = inventory.api_node
     snap = cluster.snapshot(rank0.name)

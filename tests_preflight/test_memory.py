@@ -11,6 +11,7 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("memory-in-use")
 def test_memory_free_before_start(node, inventory, evidence):
+    """Enough memory free before vLLM starts."""
     snap = node.snapshot()
     if inventory.deployment is not None:
         c = container(snap)

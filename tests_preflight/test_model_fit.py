@@ -22,6 +22,7 @@ def _number(run, flag, default, kind):
 
 @pytest.mark.hints("kv-cache-oom")
 def test_model_fits(node, inventory, deployment, evidence):
+    """The model, its KV cache and activations fit the node's memory."""
     snap = node.snapshot()
     dims = snap.fact(probes.HF_CONFIG)
     total = snap.fact(probes.HF_INDEX)

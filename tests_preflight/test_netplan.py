@@ -14,6 +14,7 @@ def _files(node):
 
 @pytest.mark.hints("netplan-missing")
 def test_netplan_configures_qsfp(node, inventory, evidence):
+    """Netplan configures each fabric netdev."""
     netdevs = [m.netdev for _, m in inventory.members_of(node.name)]
     if not netdevs:
         pytest.skip(f"the inventory lists no rails for {node.name}, so nothing for netplan to configure")
@@ -34,6 +35,7 @@ def test_netplan_configures_qsfp(node, inventory, evidence):
 
 @pytest.mark.hints("netplan-permissions")
 def test_netplan_file_mode(node, inventory, evidence):
+    """Netplan files readable by root only."""
     if not inventory.members_of(node.name):
         pytest.skip(f"the inventory lists no rails for {node.name}, so no netplan file to check")
     configured = configured_netdevs(_files(node))

@@ -8,7 +8,9 @@ pytestmark = pytest.mark.preflight
 @pytest.mark.smoke
 @pytest.mark.hints("driver-deadlock")
 def test_nvidia_smi_answers(nvidia_smi, inventory, evidence):
-    """Skipped, not failed, while vLLM loads weights on this node (see the nvidia_smi fixture)."""
+    """nvidia-smi answers within its bound.
+
+    Skipped, not failed, while vLLM loads weights on this node (see the nvidia_smi fixture)."""
     bound = inventory.thresholds.nvidia_smi_timeout
     evidence.expect(
         not nvidia_smi.timed_out,

@@ -52,28 +52,30 @@ def per_node(cluster, inventory, value_of: Callable[[Snapshot], str]) -> dict[st
 
 @pytest.mark.hints("kernel-differs")
 def test_kernel_same_on_every_node(cluster, inventory, evidence):
-    """The kernel release (uname -r) is the same on every node."""
+    """The kernel release (uname -r) the same on every node."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.KERNEL_RELEASE))
     same_on_every_node(inventory, evidence, "kernel release (uname -r)", values)
 
 
 @pytest.mark.hints("os-release-differs")
 def test_os_release_same_on_every_node(cluster, inventory, evidence):
-    """The OS release (/etc/os-release) is the same on every node."""
+    """The OS release (/etc/os-release) the same on every node."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.OS_RELEASE).shown)
     same_on_every_node(inventory, evidence, "OS release (/etc/os-release)", values)
 
 
 @pytest.mark.hints("bios-differs")
 def test_bios_same_on_every_node(cluster, inventory, evidence):
-    """The BIOS version and date (/sys/class/dmi/id) are the same on every node."""
+    """The BIOS version and date the same on every node (/sys/class/dmi/id)."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.BIOS).shown)
     same_on_every_node(inventory, evidence, "BIOS version (/sys/class/dmi/id)", values)
 
 
 @pytest.mark.hints("cx-firmware-differs")
 def test_connectx_firmware_same_on_every_node(cluster, inventory, evidence):
-    """The ConnectX firmware (fw_ver of every RDMA device) is the same on every node."""
+    """The ConnectX firmware the same on every node.
+
+    fw_ver of every RDMA device."""
     values = per_node(cluster, inventory, lambda s: firmware_shown(s.fact(probes.CX_FIRMWARE)))
     same_on_every_node(inventory, evidence, "ConnectX firmware (/sys/class/infiniband/*/fw_ver)", values)
 
@@ -98,7 +100,9 @@ def _userspace(snap: Snapshot) -> str:
 
 @pytest.mark.hints("driver-differs")
 def test_nvidia_driver_same_on_every_node(cluster, inventory, evidence):
-    """The NVIDIA driver's loaded kernel module is the same version on every node (each node's userspace
+    """The NVIDIA driver module the same on every node.
+
+    The NVIDIA driver's loaded kernel module is the same version on every node (each node's userspace
     is held to its own module by test_driver_versions_match: equal modules make equal drivers)."""
     modules = per_node(cluster, inventory, lambda s: loaded_module(s) or NO_MODULE)
     userspace = {n: _userspace(cluster.snapshot(n)) for n in modules}
@@ -131,7 +135,9 @@ def nccl_libraries(cluster, inventory, deployment):
 
 @pytest.mark.hints("nccl-library-differs")
 def test_nccl_library_same_on_every_node(inventory, nccl_libraries, evidence):
-    """The NCCL library vLLM loads in the container (its version and a hash of the file) is the same on
+    """The container's NCCL library the same on every node.
+
+    The NCCL library vLLM loads in the container (its version and a hash of the file) is the same on
     every node: a pip-bundled and a system NCCL may report one version and be different binaries."""
     libraries = {}
     for spec in sorted(inventory.nodes, key=lambda n: n.rank):

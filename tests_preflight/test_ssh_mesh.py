@@ -31,6 +31,7 @@ def pytest_generate_tests(metafunc):
 
 @pytest.mark.hints("ssh-qsfp-denied")
 def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
+    """Passwordless SSH to the peer over the fabric."""
     node, peer = ssh_route.node, ssh_route.peer
     snap = cluster.snapshot(node)
     failed, failed_ips, unreachable = [], [], True

@@ -23,6 +23,7 @@ def _files(snap):
 
 @pytest.mark.hints("weights-missing")
 def test_weights_present(node, model, deployment, evidence):
+    """The weights present in the HF cache."""
     snap = node.snapshot()
     folder = hub_folder(deployment.hf_cache, model)
     listing = snap.raw(probes.HF_LISTING)
@@ -45,6 +46,7 @@ def test_weights_present(node, model, deployment, evidence):
 
 @pytest.mark.hints("weights-differ")
 def test_weights_identical(cluster, inventory, model, evidence):
+    """The same weights on every node."""
     seen = {n.name: _files(cluster.snapshot(n.name)) for n in inventory.nodes}
     for name, (rev, files) in seen.items():  # each node's, pass or fail (the table when all agree)
         evidence.fact(name, f"revision {rev[:12]}, {len(files)} files, {sum(f.size for f in files.values())} bytes")
@@ -72,6 +74,7 @@ def test_weights_identical(cluster, inventory, model, evidence):
 
 @pytest.mark.hints("rsync-dereferenced")
 def test_weights_are_hub_symlinks(node, model, evidence):
+    """The weights stored once, as hub symlinks."""
     revision, files = _files(node.snapshot())
     copies = sorted(name for name, f in files.items() if not f.linked)
     dangling = sorted(name for name, f in files.items() if f.linked and f.content is None)
@@ -95,6 +98,7 @@ def test_weights_are_hub_symlinks(node, model, evidence):
 
 @pytest.mark.hints("hf-cache-permissions")
 def test_weights_readable(node, model, evidence):
+    """The weights readable by the user vLLM runs as."""
     snap = node.snapshot()
     user = snap.fact(probes.WHOAMI)
     groups = frozenset(snap.fact(probes.GROUPS))

@@ -25,6 +25,7 @@ VLLM_DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default when the command does not set 
 @pytest.mark.hints("model-answers-wrong")
 @pytest.mark.parametrize("canary", asks.CANARIES, ids=[c.ask.name.removeprefix("canary-") for c in asks.CANARIES])
 def test_canary_answer(api_node, canary, answer, evidence):
+    """The canary question gets the right answer."""
     reply = answer(canary.ask)
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({canary.ask.prompt!r})")
     expect_finished(evidence, reply.finish_reason, reply.usage, canary.ask)
@@ -55,6 +56,7 @@ def _concurrency(cluster, inventory):
 
 @pytest.mark.hints("load-requests-failed")
 def test_concurrent_requests_complete(api_node, api, cluster, inventory, ready, answers, findings, evidence):
+    """Concurrent requests all complete."""
     n, why = _concurrency(cluster, inventory)
     request = asks.Ask("load", "Count from 1 to 20, separated by commas.", thinking=False, max_tokens=128)
 
@@ -97,6 +99,7 @@ def _generated(api):
 
 @pytest.mark.hints("engine-stuck")
 def test_soak(api_node, request, api, cluster, inventory, evidence):
+    """A steady load for --soak minutes completes."""
     minutes = request.config.stash[SETTINGS].soak_minutes
     if not minutes:
         pytest.skip("no --soak=MINUTES given: add one (e.g. --soak=20) for a steady load that long")

@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.service, pytest.mark.performance]
 
 @pytest.mark.hints("decode-slow")
 def test_decode_speed(api_node, decode_reply, inventory, evidence):
+    """Decode speed at or above the floor."""
     reply = decode_reply
     if isinstance(reply, GB10Error):
         raise reply

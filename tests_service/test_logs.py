@@ -67,6 +67,7 @@ def _seconds(a, b):
 
 @pytest.mark.hints("startup-incomplete")
 def test_startup_reached_serving(node, deployment, service_snapshots, findings, evidence):
+    """The rank's startup reached serving."""
     c, lines = _log(node, deployment, service_snapshots, evidence)
     mode, whose = _graph_mode(node, lines, service_snapshots)
     eager = mode is not None and not uses_graphs(mode)
@@ -102,6 +103,7 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
 
 @pytest.mark.hints("unexpected-output")
 def test_log_names_no_known_fault(node, deployment, service_snapshots, findings, evidence):
+    """The log shows no known fault."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     mine = [f for f in findings if f.node == node.name and f.from_log and f.hint not in ALIVE_HINTS]
     evidence.expect(
@@ -115,6 +117,7 @@ def test_log_names_no_known_fault(node, deployment, service_snapshots, findings,
 
 @pytest.mark.hints("nccl-using-sockets")
 def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence):
+    """NCCL runs over RDMA on the rail devices."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     found = nccl_transport(lines)
     if found is None:
@@ -137,6 +140,7 @@ def _version(text):
 
 @pytest.mark.hints("nccl-cudagraph-deadlock")
 def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence):
+    """No known-bad NCCL version with the graph mode in force."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     version = nccl_version(lines)
     if version is None:
@@ -174,6 +178,7 @@ def _after(a, b):
 
 @pytest.mark.hints("rank-wedged")
 def test_rank_alive(node, deployment, inventory, service_snapshots, evidence):
+    """The rank alive: no collective or RPC timeout."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     since = serving_since(lines)
     mine = [s for s in stops(lines) if s.index >= since]

@@ -28,6 +28,7 @@ def _metrics(api, findings, evidence):
 
 @pytest.mark.hints("unexpected-output")
 def test_metrics_read(api_node, api, ready, findings, evidence):
+    """The metrics endpoint reports the engine's state."""
     m = _metrics(api, findings, evidence)
     evidence.figure("kv_cache_usage", m.kv_cache_usage)
     evidence.figure("requests_running", m.running)
@@ -43,6 +44,7 @@ def test_metrics_read(api_node, api, ready, findings, evidence):
 
 @pytest.mark.hints("engine-stuck")
 def test_engine_generates(api_node, api, inventory, ready, answers, findings, service_snapshots, evidence):
+    """The engine generates tokens for a request."""
     before = _metrics(api, findings, evidence)
     start = time.monotonic()
     try:

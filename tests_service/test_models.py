@@ -14,6 +14,7 @@ pytestmark = pytest.mark.service
 @pytest.mark.smoke
 @pytest.mark.hints("service-unreachable")
 def test_health_and_version(api, api_node, readiness, findings, evidence):
+    """/health answers and the version is reported."""
     if readiness is not None:  # --wait-ready: what the wait saw comes first
         evidence.expect(
             readiness.ready,
@@ -44,6 +45,7 @@ def test_health_and_version(api, api_node, readiness, findings, evidence):
 @pytest.mark.smoke
 @pytest.mark.hints("model-not-registered")
 def test_served_model(api, api_node, inventory, cluster, ready, findings, evidence):
+    """The served model is the one configured."""
     spec = inventory.service
     try:
         answer = api.get("/v1/models")

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.service
 
 @pytest.mark.hints("reasoning-parser-missing")
 def test_reasoning_when_thinking(api_node, answer, evidence):
+    """Reasoning apart from the answer when thinking."""
     reply = answer(asks.REASONING)
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({asks.REASONING.prompt!r}, thinking on)")
     expect_finished(evidence, reply.finish_reason, reply.usage, asks.REASONING)
@@ -56,6 +57,7 @@ def test_reasoning_when_thinking(api_node, answer, evidence):
 
 @pytest.mark.hints("reasoning-parser-missing")
 def test_no_reasoning_when_thinking_off(api_node, answer, evidence):
+    """No reasoning when thinking is off."""
     reply = answer(asks.THINKING_OFF)
     expect_answered(
         evidence, reply.status, reply.error, f"chat completion ({asks.THINKING_OFF.prompt!r}, enable_thinking false)"

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.service
 
 @pytest.mark.hints("stream-stalled")
 def test_stream_framing_and_order(api_node, answer, evidence):
+    """The stream framed and in order."""
     reply = answer(asks.STREAMED)
     expect_answered(evidence, reply.status, reply.error, "streamed chat completion")
     evidence.expect(

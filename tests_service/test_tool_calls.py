@@ -39,6 +39,7 @@ def _judge(evidence, status, error, content, calls, finish_reason, usage, ask):
 
 @pytest.mark.hints("tool-call-parser-missing")
 def test_tool_call(api_node, answer, evidence):
+    """A tool call parsed into tool_calls."""
     reply = answer(asks.TOOL)
     _judge(
         evidence,
@@ -54,6 +55,7 @@ def test_tool_call(api_node, answer, evidence):
 
 @pytest.mark.hints("tool-call-parser-missing")
 def test_tool_call_streamed(api_node, answer, evidence):
+    """A streamed tool call parsed into tool_calls."""
     reply = answer(asks.TOOL_STREAMED)
     evidence.expect(
         not reply.stalled and (reply.done or reply.status != 200),

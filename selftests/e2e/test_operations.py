@@ -282,7 +282,7 @@ def test_report_html_in_a_real_browser(tmp_path, browser):
     assert not panel.is_displayed()
     # a click on the link (its middle: a line has no height, so the mouse is moved there) shows its failures
     ActionChains(browser).move_to_element(slow.find_elements(By.CSS_SELECTOR, "line.seg")[1]).click().perform()
-    assert panel.is_displayed() and "The pair's RDMA write bandwidth over this rail" in panel.text, panel.text
+    assert panel.is_displayed() and "RDMA write bandwidth over the rail, alone on it" in panel.text, panel.text
 
     plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure svg")
     assert plots and all(p.size["width"] > 100 and p.size["height"] > 100 for p in plots)
@@ -339,7 +339,11 @@ def test_report_html_of_a_switch_with_a_node_down_in_a_real_browser(tmp_path, br
     )
     boxes[down].click()
     panel = browser.find_element(By.ID, boxes[down].get_attribute("data-part"))
-    assert panel.is_displayed() and "Compose rule host-network" in panel.text and "more" in panel.text, panel.text
+    assert (
+        panel.is_displayed()
+        and "The compose obeys the deployment rule host-network" in panel.text
+        and "more" in panel.text
+    ), panel.text
 
 
 def _png_pixels(png: bytes) -> bytes:

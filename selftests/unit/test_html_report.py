@@ -46,6 +46,22 @@ def test_a_check_is_named_by_its_docstrings_first_sentence_or_its_readable_name(
     assert title_of(None, "test_rdma_port_active[a-enp1s0f0np0]") == "Rdma port active"
 
 
+def test_every_check_has_a_title_line_of_its_own():
+    """report.html and summary.md head each check with its title: the docstring's first line, a short
+    sentence of its own (a paragraph's first sentence ran to 300 characters; one said "Skipped, not failed")."""
+    import ast
+
+    long_or_missing = {}
+    for path in sorted(PROJECT.glob("tests_*/test_*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_"):
+                doc = ast.get_docstring(fn) or ""
+                first = doc.split("\n\n", 1)[0]
+                if not first or "\n" in first or len(first) > 72 or not first.endswith("."):
+                    long_or_missing[f"{path.name}::{fn.name}"] = first[:80]
+    assert not long_or_missing, long_or_missing
+
+
 def test_summary_json_carries_the_clusters_shape_and_the_bandwidth_matrix():
     ring = _cluster("cluster.ring.example.toml")
     assert ring["topology"] == "ring" and [n["rank"] for n in ring["nodes"]] == list(range(len(ring["nodes"])))
