@@ -34,6 +34,9 @@ FOLLOWS = {
     "engine-stuck": ("rank-wedged",),
     # a figure below the rail's minimum over a port that negotiated less than the rail's rate
     "bw-low": ("link-rate-low", "switch-port-rate-low"),
+    # a node's .env with another node's NODE_RANK: its compose resolves that rank, and two nodes claim it
+    "distributed-args-wrong": ("env-mismatch",),
+    "node-rank-repeated": ("env-mismatch", "distributed-args-wrong"),
 }
 
 

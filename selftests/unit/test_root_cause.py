@@ -29,3 +29,17 @@ def test_a_port_that_negotiated_less_comes_before_the_slow_figures_over_it():
          "hints": ["switch-port-rate-low"]},
     ]  # fmt: skip
     assert hint_order([], rows) == ["switch-port-rate-low", "bw-low"]
+
+
+def test_a_nodes_env_with_another_rank_comes_before_the_compose_and_the_repeated_rank_it_explains():
+    """node-rank-repeated on a 3-ring: rank 2's .env says NODE_RANK=1, so its compose resolves --node-rank 1
+    and two nodes claim rank 1; the run meets the compose rule first, the .env is what to edit."""
+    rows = [
+        {"test": "tests_preflight/test_compose_lint.py::test_compose_rule[c-topology]", "verdict": "failed",
+         "hints": ["distributed-args-wrong"]},
+        {"test": "tests_preflight/test_deployment_files.py::test_env_names_this_node[c]", "verdict": "failed",
+         "hints": ["env-mismatch"]},
+        {"test": "tests_preflight/test_launch_plan.py::test_node_rank_unique", "verdict": "failed",
+         "hints": ["node-rank-repeated"]},
+    ]  # fmt: skip
+    assert hint_order([], rows) == ["env-mismatch", "distributed-args-wrong", "node-rank-repeated"]
