@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gb10check import inventory as inv
 from gb10check.compose import ComposeService
 from gb10check.fit import GIB, gib
+from gb10check.nccl import gid_index_param
 from gb10check.vllm_command import VllmRun
 
 Outcome = tuple[bool, str, str]
@@ -137,8 +138,24 @@ def _socket_ifname(ctx: Context) -> Outcome:
 
 
 def _gid_index(ctx: Context) -> Outcome:
+    """A set NCCL_IB_GID_INDEX must be the rails' index; unset or empty (NCCL ignores an empty value), NCCL
+    2.21 and later pick each device's first RoCE v2 IPv4 GID themselves, which tests_network's
+    test_gid_index judges on the node's real GID table: nothing here to fault."""
     smallest = min((rail.gid_index for rail, _ in ctx.inventory.members_of(ctx.node)), default=3)  # 3 before 10
-    return _env(ctx, {"NCCL_IB_GID_INDEX": str(smallest), "NCCL_IB_DISABLE": "0"})
+    env = ctx.run.environment
+    value, disable = env.get("NCCL_IB_GID_INDEX"), env.get("NCCL_IB_DISABLE")
+    picked = gid_index_param(value)
+    ok = picked in (None, smallest) and disable == "0"
+    if value is None or picked is None:
+        index = f"{'unset' if value is None else repr(value)}: NCCL picks each device's first RoCE v2 IPv4 GID"
+    else:
+        index = value
+    return (
+        ok,
+        f"NCCL_IB_GID_INDEX={smallest} or unset (NCCL 2.21+ then picks each device's first RoCE v2 IPv4 GID; "
+        "the network stage judges where that lands), NCCL_IB_DISABLE=0",
+        f"NCCL_IB_GID_INDEX={index}, NCCL_IB_DISABLE={_value(disable)}",
+    )
 
 
 def _hca_exact(ctx: Context) -> Outcome:
@@ -295,7 +312,7 @@ RULES: tuple[Rule, ...] = (
     Rule("socket-family", "IPv4 sockets for NCCL and Gloo", "gloo-ipv6-timeout", _socket_family),
     Rule("gloo-libuv", "Gloo without libuv", "gloo-libuv", _libuv_off),
     Rule("socket-ifname", "the socket interfaces on the control plane", "nccl-socket-ifname", _socket_ifname),
-    Rule("ib-gid-index", "RoCEv2/IPv4 GID index, IB transport on", "nccl-gid-index", _gid_index),
+    Rule("ib-gid-index", "the RoCEv2/IPv4 GID index and the IB transport", "nccl-gid-index", _gid_index),
     Rule("ib-hca", "exact-match RDMA device list", "nccl-hca-not-exact", _hca_exact),
     Rule("ib-merge-nics", "the halves merged into one NCCL NIC (apart on a ring)", "nccl-merge-nics", _merge_nics),
     Rule("headless", "--headless on followers only", "follower-not-headless", _headless),

@@ -238,3 +238,23 @@ def test_a_four_ring_at_tp_4_is_four_gpus_and_pp_2_on_top_is_not():
     edit = ("--tensor-parallel-size 4", "--tensor-parallel-size 4 --pipeline-parallel-size 2")
     ok, expected, found = _rule("parallel-size").check(_ring(4, (edit,)))
     assert not ok and found.endswith("= 8") and "= 4 (the GPUs: 4 nodes x 1)" in expected
+
+
+@pytest.mark.parametrize(
+    ("line", "ok", "said"),
+    [
+        ("", True, "unset: NCCL picks"),  # the line removed
+        ("      - NCCL_IB_GID_INDEX=\n", True, "'': NCCL picks"),  # empty: NCCL ignores it (src/misc/param.cc)
+        ("      - NCCL_IB_GID_INDEX=-1\n", True, "'-1': NCCL picks"),  # NCCL 2.21+'s own default
+        ("      - NCCL_IB_GID_INDEX=0x3\n", True, "NCCL_IB_GID_INDEX=0x3"),  # strtoll's base 0: three
+        ("      - NCCL_IB_GID_INDEX=1\n", False, "NCCL_IB_GID_INDEX=1"),  # RoCE v1
+    ],
+    ids=["unset", "empty", "minus-one", "hex", "v1"],
+)
+def test_the_gid_index_rule_lets_nccl_pick_when_the_index_is_unset(line, ok, said):
+    """Unset or empty, NCCL 2.21 and later pick each device's first RoCE v2 IPv4 GID (the network stage's
+    test_gid_index judges where that lands on the node's real table); a set index must be the rails'."""
+    compose = COMPOSE.replace("      - NCCL_IB_GID_INDEX=3\n", line)
+    passed, expected, found = _rule("ib-gid-index").check(_context(0, compose))
+    assert passed == ok and said in found, (expected, found)
+    assert "or unset" in expected
