@@ -113,10 +113,13 @@ def explain(error: ServiceError, findings: list[Finding]) -> ServiceError:
     """The API's failure with what the logs say: their hints first (the row that applies)."""
     if not findings:
         return copy.copy(error)
+    # the ranks' timeouts: the first one's line (the rank to look at); the others waited on it, counted
+    wedged = [f for f in findings if f.hint == "rank-wedged"]
+    shown = [f for f in findings if f.hint != "rank-wedged" or f is wedged[0]]
     said = "; ".join(
         f"{f.node}'s log shows [{f.hint}]: {clip(f.line, 160)}" if f.from_log else f"on {f.node} [{f.hint}] {f.line}"
-        for f in findings
-    )
+        for f in shown
+    ) + (f" (the first of {len(wedged)} ranks' timeouts: the others waited on it)" if len(wedged) > 1 else "")
     ids = tuple(dict.fromkeys((*(f.hint for f in findings), *error.hint_ids)))
     return ServiceError(f"{error}; {said}", hint_ids=ids, context=error.context)
 

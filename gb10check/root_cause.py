@@ -37,6 +37,9 @@ FOLLOWS = {
     # a node's .env with another node's NODE_RANK: its compose resolves that rank, and two nodes claim it
     "distributed-args-wrong": ("env-mismatch",),
     "node-rank-repeated": ("env-mismatch", "distributed-args-wrong"),
+    # a control plane over a crossed rail; a GID shifted by both halves on one subnet, or one device's alone
+    "master-unreachable": ("cable-crossed",),
+    "gid-index-mismatch": ("halves-one-subnet", "gid-index-per-device"),
 }
 
 

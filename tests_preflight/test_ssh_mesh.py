@@ -6,6 +6,7 @@ import re
 import pytest
 
 from fixtures.cluster import INVENTORY, OnPair
+from gb10check import wire
 from gb10check.node import follows_from
 from gb10check.probes import ssh_login
 
@@ -34,13 +35,19 @@ def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
     """Passwordless SSH to the peer over the fabric."""
     node, peer = ssh_route.node, ssh_route.peer
     snap = cluster.snapshot(node)
-    failed, failed_ips, unreachable = [], [], True
+    failed, failed_ips, unreachable, crossed = [], [], True, []
     rails = inventory.rails_between(node, peer)
     for rail in rails:
         target = rail.member(peer)
         res = snap.raw(ssh_login(target, inventory.ssh.connect_timeout))
         if res.timed_out or res.rc != 0:
             failed_ips.append(target.ip)
+            # a wire that ends at another node than the peer (the neighbour table says who answered)
+            crossed += (
+                [(rail.name, rail.member(node).netdev, target.ip)]
+                if wire.answered_wrong(cluster, rail, rail.member(node), target)
+                else []
+            )
         if res.timed_out:
             failed.append(f"rail {rail.name} {target.ip}: no answer within {res.duration:.0f} s")
         elif res.rc != 0:
@@ -48,14 +55,25 @@ def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
             failed.append(f"rail {rail.name} {target.ip}: exit {res.rc}: {said}")
             unreachable = unreachable and bool(_NO_PATH.search(res.stderr))
     gone = cluster.unreachable([peer]) if failed else []
+    # the peer cannot be asked at all: the logins follow from it, not from its keys or the link; a crossed
+    # cable (the link is up, the address answered by another node or by none) is not a link down
+    hints: tuple[str, ...] = ()
+    detail, context = "", {"node_qsfp_ips": failed_ips}
+    if gone:
+        hints, detail, context["node"] = ("node-unreachable",), follows_from(gone), gone[0]
+    elif crossed:
+        hints = ("cable-crossed",)
+        on = ", ".join(c[0] for c in crossed)
+        detail = f"the wire of rail {on} ends at another node than {peer}: see the cabling check"
+        context |= {"netdev": crossed[0][1], "peer_ip": crossed[0][2]}
+    elif failed and unreachable:
+        hints = ("roce-link-down",)
     evidence.expect(
         not failed,
         what=f"ssh from {node} to {peer} (BatchMode, no password)",
         expected="login on every fabric address",
         found="; ".join(failed) or f"logged in over {len(rails)} address(es)",
-        detail=follows_from(gone) if gone else "",
-        # the peer cannot be asked at all: the logins follow from it, not from its keys or the link
-        hints=("node-unreachable",) if gone else ("roce-link-down",) if failed and unreachable else (),
-        # the hint's ssh lines: the addresses that failed, only those; node-unreachable's: for the node that is off
-        context={"node_qsfp_ips": failed_ips, **({"node": gone[0]} if gone else {})},
+        detail=detail,
+        hints=hints,
+        context=context,  # the hint's ssh lines: the addresses that failed, only those
     )

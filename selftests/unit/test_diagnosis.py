@@ -7,7 +7,8 @@ import pytest
 
 from gb10check import probes
 from gb10check.asks import REASONING
-from gb10check.diagnosis import expect_finished, findings_in, log_findings, startup_findings, stopped
+from gb10check.diagnosis import expect_finished, explain, findings_in, log_findings, startup_findings, stopped
+from gb10check.errors import ServiceError
 from gb10check.hints import Catalogue
 from gb10check.parsers.vllm_log import expected_milestones, milestones, parse_docker_log
 from gb10check.snapshot import Snapshot
@@ -117,6 +118,10 @@ def test_an_api_failure_names_the_rank_that_stopped_first_first():
     }
     found = log_findings(snapshots, Catalogue.load())
     assert [(f.node, f.hint) for f in found] == [("r2", "rank-wedged"), ("r1", "nccl-peer-lost"), ("r0", "rank-wedged")]
+    # the API's failure quotes the first rank's timeout and counts the others (one line per check)
+    message = str(explain(ServiceError("POST /v1/chat/completions: no complete answer within 3 s"), found))
+    assert "r2's log shows [rank-wedged]" in message and "r0's log shows" not in message, message
+    assert "r1's log shows [nccl-peer-lost]" in message and "the first of 2 ranks' timeouts" in message, message
 
 
 @pytest.mark.parametrize(

@@ -43,3 +43,21 @@ def test_a_nodes_env_with_another_rank_comes_before_the_compose_and_the_repeated
          "hints": ["node-rank-repeated"]},
     ]  # fmt: skip
     assert hint_order([], rows) == ["env-mismatch", "distributed-args-wrong", "node-rank-repeated"]
+
+
+def test_a_crossed_cable_and_a_subnet_shared_by_both_halves_come_before_what_they_break():
+    """cable-halves-crossed: the control plane rides the crossed rail, so the master ping fails because of
+    it; halves-one-subnet: the shifted GID follows from the halves on one subnet and the per-device index."""
+    rows = [
+        {"test": "tests_preflight/test_launch_plan.py::test_master_reachable_on_control_plane[b]",
+         "verdict": "failed", "hints": ["master-unreachable"]},
+        {"test": "tests_network/test_rdma_ports.py::test_gid_index[b-r1]", "verdict": "failed",
+         "hints": ["gid-index-mismatch"]},
+        {"test": "tests_network/test_cabling.py::test_cable_ends_where_the_inventory_says[a-b-r0]",
+         "verdict": "failed", "hints": ["cable-crossed"]},
+        {"test": "tests_network/test_address_plan.py::test_each_rail_on_its_own_subnet[b]", "verdict": "failed",
+         "hints": ["halves-one-subnet"]},
+    ]  # fmt: skip
+    order = hint_order([], rows)
+    assert order.index("cable-crossed") < order.index("master-unreachable"), order
+    assert order.index("halves-one-subnet") < order.index("gid-index-mismatch"), order
