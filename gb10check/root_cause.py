@@ -103,16 +103,20 @@ def compared(row: Mapping[str, Any]) -> bool:
 def failures_in_order(checks: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[Mapping[str, Any]]:
     """The failed rows, each under its first hint in `order` (root cause first); within a hint the error
     itself before the findings it explains (a node that cannot be asked: its checks compared nothing;
-    rank 0's dark ports that follow from it did), a check about one node before one between nodes (a port
-    found down before the pings over it), then a finding of its own before one many checks repeat
-    (wrong-model: the served name that differs before the eleven requests that got a 404 for it), else the
-    run's order; a failure without a hint last."""
+    rank 0's dark ports that follow from it did), but an error that only borrows the hint (an API request
+    that timed out, explained by a rank's log) after the checks that found it, a check about one node
+    before one between nodes (a port found down before the pings over it), then a finding of its own
+    before one many checks repeat (wrong-model: the served name that differs before the eleven requests
+    that got a 404 for it), else the run's order; a failure without a hint last."""
     rank = {h: i for i, h in enumerate(order)}
     failed = [r for r in checks if r["verdict"] in BAD]
     repeated = Counter(finding_of(r) for r in failed)
 
-    def key(row: Mapping[str, Any]) -> tuple[int, bool, bool, int]:
+    def key(row: Mapping[str, Any]) -> tuple[int, bool, bool, bool, int]:
         first = min((rank[h] for h in row.get("hints") or [] if h in rank), default=len(rank))
-        return first, compared(row), len(row.get("nodes") or []) > 1, repeated[finding_of(row)]
+        # an error listed under another check's finding (an API request that timed out, explained by a rank's
+        # log): after the checks that found it; under a node down, the error is the finding and comes first
+        borrowed = not compared(row) and (first == len(rank) or order[first] not in NODE_DOWN)
+        return first, borrowed, compared(row), len(row.get("nodes") or []) > 1, repeated[finding_of(row)]
 
     return sorted(failed, key=key)

@@ -61,3 +61,29 @@ def test_a_crossed_cable_and_a_subnet_shared_by_both_halves_come_before_what_the
     order = hint_order([], rows)
     assert order.index("cable-crossed") < order.index("master-unreachable"), order
     assert order.index("halves-one-subnet") < order.index("gid-index-mismatch"), order
+
+
+def test_the_checks_that_found_a_wedged_rank_come_before_the_requests_it_timed_out():
+    """switch4-rank-wedged: the request that timed out borrows [rank-wedged] from the logs (it compared
+    nothing); the ranks' own log checks found it and come first. Under a node down, the node's own error
+    (nothing compared) still leads the findings that follow from it."""
+    from gb10check.root_cause import failures_in_order
+
+    ok = {"ok": False, "found": "its NCCL watchdog timed out"}
+    rows = [
+        {"test": "tests_service/test_decode_speed.py::test_decode_speed[a]", "verdict": "failed",
+         "hints": ["rank-wedged", "service-timeout"], "evidence": [], "message": "POST ...: no answer", "nodes": ["a"]},
+        {"test": "tests_service/test_logs.py::test_rank_alive[c]", "verdict": "failed", "hints": ["rank-wedged"],
+         "evidence": [ok], "nodes": ["c"]},
+        {"test": "tests_network/test_rdma_ports.py::test_rdma_port_active[a-r0]", "verdict": "failed",
+         "hints": ["node-unreachable"], "evidence": [{"ok": False, "found": "down"}], "nodes": ["a"]},
+        {"test": "tests_preflight/test_driver.py::test_driver_versions_match[b]", "verdict": "error",
+         "hints": ["node-unreachable"], "evidence": [], "message": "b: no SSH", "nodes": ["b"]},
+    ]  # fmt: skip
+    order = hint_order([], rows)
+    assert [r["test"].split("::")[1] for r in failures_in_order(rows, order)] == [
+        "test_driver_versions_match[b]",
+        "test_rdma_port_active[a-r0]",
+        "test_rank_alive[c]",
+        "test_decode_speed[a]",
+    ]
