@@ -4,7 +4,8 @@ terminal, summary.md and report.html.
 A node that cannot be reached explains every check about it; a host's or the fabric's fault (preflight,
 network) explains the service's, never the reverse; the API that does not answer (down, or timing out)
 explains the API checks that follow it, and is itself explained by what the service's diagnosis found (a
-log line, a container that exited: listed before it on the same rows) and by an engine that is stuck
+log line, a container that exited: listed before it on the same rows), by a start that has not reached
+serving yet, and by an engine that is stuck
 (its counter frozen while requests wait), which a rank that stopped (its timeout in the logs) explains.
 Within a tier, the order the run met them.
 """
@@ -57,7 +58,7 @@ def hint_order(troubleshooting: Iterable[str], checks: Sequence[Mapping[str, Any
     rows = [r for r in checks if r["verdict"] in BAD]
     for row in rows:
         met += [h for h in row.get("hints") or [] if h not in met]
-    explains_api: set[str] = set(ENGINE_STATE)
+    explains_api: set[str] = {*ENGINE_STATE, "startup-incomplete"}  # a start not yet serving: no API either
     stage_first: dict[str, str] = {}
     for row in rows:
         ids = list(row.get("hints") or [])

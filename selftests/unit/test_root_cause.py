@@ -87,3 +87,14 @@ def test_the_checks_that_found_a_wedged_rank_come_before_the_requests_it_timed_o
         "test_rank_alive[c]",
         "test_decode_speed[a]",
     ]
+
+
+def test_a_start_that_has_not_reached_serving_comes_before_the_api_that_refuses():
+    """startup-retuning without --wait-ready: the API refuses connections because the start is under way."""
+    rows = [
+        {"test": "tests_service/test_models.py::test_health_and_version[a]", "verdict": "failed",
+         "hints": ["service-unreachable"]},
+        {"test": "tests_service/test_logs.py::test_startup_reached_serving[a]", "verdict": "failed",
+         "hints": ["startup-incomplete"]},
+    ]  # fmt: skip
+    assert hint_order([], rows) == ["startup-incomplete", "service-unreachable"]
