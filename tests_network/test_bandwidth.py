@@ -140,24 +140,54 @@ def _last_lines(output):
     return "ib_write_bw said: " + " | ".join(line.strip() for line in lines) if lines else ""
 
 
-def _expect_ran(evidence, run):
+def _gid_elsewhere(cluster, rail, nodes):
+    """The ends of `rail` among `nodes` whose address's RoCE v2 GID is not at the rail's gid_index (the
+    index ib_write_bw -x uses): node -> where it is (None: nowhere). A node that cannot say is left out."""
+    out = {}
+    for node in nodes:
+        end = rail.member(node)
+        try:
+            port = cluster.snapshot(node).fact(probes.RDMA_PORTS).get(end.rdma_device)
+        except GB10Error:
+            continue
+        found = port.roce_v2_ipv4(end.ip, end.netdev) if port is not None else []
+        if port is not None and not any(g.index == rail.gid_index for g in found):
+            out[node] = found[0].index if found else None
+    return out
+
+
+def _expect_ran(evidence, run, cluster=None):
     failure = run.failure
+    detail, context = (_last_lines(run.client_output) if failure else ""), None
+    if failure is not None and failure.hint == "gid-index-mismatch" and cluster is not None:
+        rail = run.job.rail
+        elsewhere = _gid_elsewhere(cluster, rail, run.job.pair)
+        if elsewhere:  # the end whose GID moved: the hint's commands are for it, not the pair's first node
+            node = next(iter(elsewhere))
+            at = elsewhere[node]
+            detail = (
+                f"{node}'s {rail.member(node).rdma_device} has the RoCE v2 GID of {rail.member(node).ip} "
+                + (f"at index {at}, not {rail.gid_index}" if at is not None else "nowhere")
+                + f"; {detail}"
+            )
+            context = {"node": node, "netdev": [rail.member(node).netdev]}
     evidence.expect(
         failure is None,
         what=f"ib_write_bw ({run.setup})",
         expected="a completed run with its average",
         found=f"{run.gbps:.2f} Gb/s" if run.gbps is not None else failure.what,
-        detail=_last_lines(run.client_output) if failure else "",
+        detail=detail,
         hints=(failure.hint,) if failure else (),
+        context=context,
     )
 
 
 @pytest.mark.hints("bw-connect-failed")
-def test_rdma_write_runs(rail_pair, runs, evidence):
+def test_rdma_write_runs(rail_pair, runs, cluster, evidence):
     """An RDMA write test runs between the pair over the rail.
 
     The run works between these two nodes over this rail (alone): server listening, client connected, a figure."""
-    _expect_ran(evidence, runs.alone(rail_pair))
+    _expect_ran(evidence, runs.alone(rail_pair), cluster)
 
 
 def _negotiated(cluster, rail, nodes):
@@ -237,7 +267,7 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, e
         pytest.skip(f"{node_pair.place} share one rail: the aggregate is that rail's figure")
     both = runs.together(node_pair)
     for run in both:
-        _expect_ran(evidence, run)
+        _expect_ran(evidence, run, cluster)
     total, needed = sum(r.gbps for r in both), sum(rail.min_gbps for rail in rails)
     evidence.figure("bandwidth_gbps", total)
     for run in both:

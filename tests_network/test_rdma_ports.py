@@ -184,7 +184,7 @@ def test_gid_index(member, cluster, inventory, evidence):
         what=f"RoCE v2 GID of {address} on {end.rdma_device}",
         expected=f"an IPv4-mapped RoCE v2 entry for {address}",
         found="none",
-        detail="the GID table:\n" + show_gids([port]),
+        detail="its GID table: show_gids, below\n" + show_gids([port]),
         hints=("no-ipv4-gid",),
     )
     here = found[0].index
@@ -222,7 +222,7 @@ def test_gid_index(member, cluster, inventory, evidence):
         what=f"GID index of {address} (RoCE v2) on {end.rdma_device}",
         expected=f"{index} ({source})",
         found=str(here),
-        detail=(f"{advice}; " if advice else "") + "the GID table:\n" + show_gids([port]),
+        detail=(f"{advice}; " if advice else "") + "its GID table: show_gids, below\n" + show_gids([port]),
         hints=hints,
         context={"netdev": [end.netdev], "gid_index": str(here)},
     )
