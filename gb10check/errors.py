@@ -9,6 +9,7 @@
     ├── ParseError            a tool printed something its parser does not recognise
     ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
+    ├── DecidedAtStart        a value of the launch plan only the start decides: its checks skip, saying so
     ├── ToolMissing           a tool the check reads is not installed on the node
     ├── PrivilegeRequired     a root-only read was refused (not root, no passwordless sudo)
     ├── MissingFile           a file the check reads is not on the node
@@ -128,6 +129,12 @@ class ComposeRejected(GB10Error):
     """The node's own Docker Compose refuses the deployment's compose file (`docker compose up` would too)."""
 
     hint_ids = ("compose-invalid",)
+
+
+class DecidedAtStart(GB10Error):
+    """A value of the launch plan that only the start decides (a command's output in the launcher, a file
+    on the node it sources): a check that needs it skips with this reason, never fails; once the deployment
+    runs, the running container is read instead (gb10check/launch)."""
 
 
 class ToolMissing(GB10Error):

@@ -1,4 +1,4 @@
 # what: a bash array spread into the arguments
-# reader: refuses cannot read the shell word `\(--tensor-parallel-size 2 --port 8000\)` \(array\)
+# reader: agrees
 ARGS=(--tensor-parallel-size 2 --port 8000)
 vllm serve org/m "${ARGS[@]}"

@@ -1,3 +1,3 @@
 # what: a command substitution decides an argument
-# reader: refuses the command substitution `\$\(cat /etc/port\)` decides an argument of `vllm serve`
+# reader: defers the command substitution `\$\(cat /etc/port\)` \(line 3\)
 vllm serve org/m --port "$(cat /etc/port)"

@@ -1,3 +1,3 @@
 # what: a default that is a command substitution decides an argument when the variable is unset
-# reader: refuses the command substitution `\$\(hostname -I\)` decides an argument of `vllm serve`
+# reader: defers the command substitution `\$\(hostname -I\)`
 vllm serve org/m --host "${UNSET_HOST:-$(hostname -I)}"

@@ -1,4 +1,4 @@
 # what: `eval` builds the command at run time
-# reader: refuses `eval` builds the vLLM command at run time
+# reader: agrees
 CMD="vllm serve org/m"
 eval "$CMD --port 8000"

@@ -1,3 +1,3 @@
 # what: `${A//x/y}` and other rewriting expansions
-# reader: refuses cannot follow the expansion `\$\{MODEL//o/0\}`
+# reader: agrees
 vllm serve "${MODEL//o/0}"

@@ -1,4 +1,4 @@
 # what: `&>` under sh: dash reads `cmd &` then `> file`
-# reader: refuses `&>` \(sh runs the command in the background and empties the file\)
+# reader: agrees
 # shell: sh
 vllm serve org/m --port 8000 &> /tmp/vllm.log

@@ -1,5 +1,6 @@
 # what: `[[ ]]` under sh: dash has no `[[`, the test fails and rank 0 takes the headless branch
-# reader: refuses line 4: `\[\[ ... \]\]` is bash's, and this script runs under sh
+# reader: agrees
+# note: `\[\[ \.\.\. \]\]` is bash's; under sh `\[\[` is a command that is not found
 # shell: sh
 if [[ $NODE_RANK == 0 ]]; then
   exec vllm serve org/m --port 8000

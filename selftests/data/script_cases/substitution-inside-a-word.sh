@@ -1,3 +1,3 @@
 # what: a command substitution inside a word decides an argument
-# reader: refuses the command substitution `\$\(cat /etc/port\)` decides an argument of `vllm serve`
+# reader: defers the command substitution `\$\(cat /etc/port\)`
 vllm serve org/m --port=$(cat /etc/port)

@@ -1,5 +1,5 @@
 # what: a condition on a variable the container does not have
-# reader: refuses NOT_SET_ANYWHERE is not in the container's environment
+# reader: agrees
 if [ -n "$NOT_SET_ANYWHERE" ]; then
   vllm serve org/a
 else

@@ -1,3 +1,5 @@
 # what: a restart loop around vLLM
-# reader: refuses a while/until loop that runs vLLM or sets variables cannot be followed
+# reader: agrees
+# bash: restart-loop
+# note: runs the same commands again each time they end \(a restart loop\)
 while true; do vllm serve org/m; sleep 5; done
