@@ -6,7 +6,7 @@ The authoritative reading is the node's own `docker compose config --format json
 override files and env_file lists, its interpolation and validation): `parse_compose_config`.
 Where the node has no Compose plugin, gb10check.compose_fallback reads the file itself into the same
 shape, says so in `ComposeService.reader`, and refuses what it cannot read the way Compose does.
-What the service's command runs on each rank is gb10check.vllm_command's job.
+What the service's command runs on each rank is gb10check/launch's job (the launch plan).
 """
 
 from __future__ import annotations
@@ -126,9 +126,22 @@ def _names_container(service: str, spec: object, container: str | None) -> bool:
     return container == service or re.fullmatch(rf".+[-_]{re.escape(service)}[-_]\d+", container) is not None
 
 
-def choose_service(services: dict[str, Any], container: str | None, what: str, text: str, *, left_out: str = "") -> str:
-    """The deployment's service: the one whose container is the inventory's; without a container to
-    look for, the only service. Never a guess between services that do not name it."""
+def choose_service(
+    services: dict[str, Any],
+    container: str | None,
+    what: str,
+    text: str,
+    *,
+    left_out: str = "",
+    service: str | None = None,
+) -> str:
+    """The deployment's service: the one the inventory (or the launcher's `docker compose up SERVICE`) names,
+    else the one whose container is the inventory's; without a container to look for, the only service.
+    Never a guess between services that do not name it."""
+    if service is not None:
+        if service not in services:
+            raise ParseError(what, f"no service {service!r} (the services are {', '.join(map(str, services))})", text)
+        return service
     chosen = [n for n, s in services.items() if _names_container(str(n), s, container)]
     if container is None and len(services) == 1:
         chosen = list(services)
@@ -163,7 +176,7 @@ def _unescape(value: Any) -> Any:
     return value
 
 
-def parse_compose_config(text: str, *, container: str | None, what: str) -> ComposeService:
+def parse_compose_config(text: str, *, container: str | None, what: str, service: str | None = None) -> ComposeService:
     """The output of `docker compose version --short; docker compose config --format json`."""
     first, _, body = text.partition("\n")
     version = _VERSION.match(first)
@@ -176,7 +189,7 @@ def parse_compose_config(text: str, *, container: str | None, what: str) -> Comp
     services = doc.get("services") if isinstance(doc, dict) else None
     if not isinstance(services, dict) or not services:
         raise ParseError(what, "docker compose config lists no services", text)
-    name = choose_service(services, container, what, text)
+    name = choose_service(services, container, what, text, service=service)
     raw = _unescape(services[name])
     env = {str(k): str(v) for k, v in (raw.get("environment") or {}).items() if v is not None}  # null: not set
     return ComposeService(name, raw, env, f"docker compose {version['version']}")

@@ -258,6 +258,7 @@ def load_service(
     env_files: dict[str, dict[str, str]] | None = None,
     overrides: tuple[str, ...] = (),
     why: str = "no Docker Compose plugin on the node",
+    service: str | None = None,
 ) -> ComposeService:
     """The vLLM service of a compose file, interpolated with `dotenv`.
 
@@ -280,7 +281,7 @@ def load_service(
     interp = Interpolation(dict(dotenv), what)
     services = {name: interp.walk(svc) for name, svc in doc["services"].items()}
     services, left_out = _active_services(services, dotenv)
-    name = choose_service(services, container, what, text, left_out=left_out)
+    name = choose_service(services, container, what, text, left_out=left_out, service=service)
     raw = services[name]
     env: dict[str, str | None] = {}
     files = raw.get("env_file") or []

@@ -1,4 +1,7 @@
-"""Facts the checks share, derived from a node's snapshot (no I/O of its own beyond the snapshot)."""
+"""Facts the checks share, derived from a node's snapshot (no I/O of its own beyond the snapshot).
+
+The launch plan of a rank (gb10check/launch) is the one fact every deployment check reads: `plan`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,11 @@ import posixpath
 
 from gb10check import compose, compose_fallback, probes, redact
 from gb10check import inventory as inv
-from gb10check.errors import CommandTimeout, ComposeRejected, clip
-from gb10check.parsers.docker import Container
+from gb10check.errors import CommandTimeout, ComposeRejected, GB10Error, clip
+from gb10check.launch.from_compose import compose_plan
+from gb10check.launch.plan import LaunchPlan
+from gb10check.parsers.docker import Container, Image
 from gb10check.snapshot import Snapshot
-from gb10check.vllm_command import VllmRun, rank_run
 
 
 def loaded_module(snap: Snapshot) -> str | None:
@@ -26,16 +30,21 @@ def container(snap: Snapshot) -> Container | None:
     return snap.fact(probes.CONTAINER)
 
 
-def dotenv(snap: Snapshot, deployment: inv.Deployment) -> dict[str, str]:
+def dotenv(snap: Snapshot, inventory: inv.Inventory) -> dict[str, str]:
+    """The node's env file as Compose reads it ({} when there is none and none is declared)."""
+    path = inventory.env_file_of(snap.node) or ".env"
     return snap.derived(
-        f"dotenv:{deployment.env_file}",
-        lambda: snap.fact(probes.DOTENV, lambda text: compose_fallback.parse_dotenv(text, deployment.env_file)),
+        f"dotenv:{path}", lambda: snap.fact(probes.DOTENV, lambda text: compose_fallback.parse_dotenv(text, path))
     )
 
 
-def compose_service(snap: Snapshot, deployment: inv.Deployment) -> compose.ComposeService:
-    """The compose's vLLM service as the node's Docker Compose will create it (with this node's .env);
-    gb10check's own reader where the node has no Compose plugin (the service's `reader` says which)."""
+def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.ComposeService:
+    """The compose's vLLM service as the node's Docker Compose will create it (with this node's env file and
+    launcher's shell); gb10check's own reader where the node has no Compose plugin (`reader` says which)."""
+    deployment = inventory.deployment
+    assert deployment is not None and deployment.compose_file is not None
+    compose_file = deployment.compose_file
+    launch = inventory.launch_of(snap.node)
 
     def read() -> compose.ComposeService:
         text = snap.fact(probes.COMPOSE)  # the file itself first: a missing one keeps its own hint
@@ -53,21 +62,26 @@ def compose_service(snap: Snapshot, deployment: inv.Deployment) -> compose.Compo
             service = snap.fact(
                 probes.COMPOSE_CONFIG,
                 lambda out: compose.parse_compose_config(
-                    out, container=deployment.container, what=f"docker compose config ({deployment.compose_file})"
+                    out,
+                    container=deployment.container,
+                    what=f"docker compose config ({deployment.compose_file})",
+                    service=launch.service,
                 ),
             )
         else:
-            env = dotenv(snap, deployment)
+            env = dotenv(snap, inventory)
             overrides = snap.fact(probes.COMPOSE_OVERRIDES) if probes.COMPOSE_OVERRIDES.name in snap.results else []
+            env_file = inventory.env_file_of(snap.node)
             service = compose_fallback.load_service(
                 text,
-                env,
+                {**env, **launch.env},  # the launcher's shell wins over the .env in Compose's interpolation
                 container=deployment.container,
-                what=deployment.compose_file,
-                compose_dir=posixpath.dirname(deployment.compose_file),
-                env_files={deployment.env_file: env},
+                what=compose_file,
+                compose_dir=posixpath.dirname(compose_file),
+                env_files={env_file: env} if env_file else {},
                 overrides=tuple(f.path for f in overrides),
                 why=f"the node's docker says: {clip(res.stderr.strip().splitlines()[0], 120)}",
+                service=launch.service,
             )
         redact.register_secret_values(service.environment)
         return service
@@ -75,8 +89,42 @@ def compose_service(snap: Snapshot, deployment: inv.Deployment) -> compose.Compo
     return snap.derived(f"compose:{deployment.compose_file}", read)
 
 
-def vllm_run(snap: Snapshot, deployment: inv.Deployment, rank: int) -> VllmRun:
-    service = compose_service(snap, deployment)
-    return snap.derived(
-        f"run:{deployment.compose_file}:{rank}", lambda: rank_run(service, rank, deployment.compose_file)
-    )
+def image(snap: Snapshot) -> Image | None:
+    """The deployment image as the node's docker has it (its ENV, entrypoint and command); None when it is
+    not there or docker cannot be asked (the image and docker checks say which)."""
+    try:
+        return snap.fact(probes.IMAGE)
+    except GB10Error:
+        return None
+
+
+def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
+    """The rank's launch plan, from the node's deployment files as its launcher starts them."""
+    deployment = inventory.deployment
+    assert deployment is not None
+
+    def read() -> LaunchPlan:
+        assert deployment.compose_file is not None
+        service = compose_service(snap, inventory)
+        env_file = inventory.env_file_of(snap.node)
+        env_files: dict[str, str] = {}
+        if env_file is not None and snap.raw(probes.DOTENV).ok:
+            env_files[env_file] = snap.raw(probes.DOTENV).stdout
+        launch = inventory.launch_of(snap.node)
+        made = compose_plan(
+            service,
+            node=snap.node,
+            rank=rank,
+            compose_file=deployment.compose_file,
+            compose_text=snap.fact(probes.COMPOSE),
+            env_files=env_files,
+            image=image(snap),
+            image_ref=deployment.image,
+            host_file=lambda _path: None,
+            shell_env=launch.env,
+            shell_source=f"the inventory's launch env for {snap.node}" if launch.env else "",
+        )
+        redact.register_secret_values(made.known_env())
+        return made
+
+    return snap.derived(f"plan:{rank}", read)

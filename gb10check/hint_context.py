@@ -59,6 +59,7 @@ FIELDS = {
     "workload_user": "the user vLLM's processes run as (the compose's `user:`, from the failure)",
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",
+    "set_at": "where the launch plan sets the value the failure is about: a file and its line (from the check)",
 }
 _FIELD = re.compile(r"(?<![%{$])\{([a-z][a-z0-9_]*)\}(?!\})")
 
@@ -128,11 +129,12 @@ def context_for(
         ctx["control_netdev"] = control
     d = inventory.deployment
     if d is not None:
+        env_file = inventory.env_file_of(node) if node is not None else d.dotenv
+        if d.compose_file and d.compose_dir:
+            ctx |= {"compose_file": d.compose_file, "compose_dir": d.compose_dir}
+        ctx |= {"env_file": env_file} if env_file else {}
         ctx |= {
             "container": d.container,
-            "compose_file": d.compose_file,
-            "compose_dir": d.compose_file.rsplit("/", 1)[0] or "/",
-            "env_file": d.env_file,
             "image": d.image,
             "image_repo": d.image.rsplit(":", 1)[0] if ":" in d.image.rsplit("/", 1)[-1] else d.image,
             "hf_cache": d.hf_cache,

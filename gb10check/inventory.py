@@ -38,6 +38,18 @@ class SshSettings(_Strict):
     boot_timeout: float = Field(600.0, gt=0, le=7200)  # --after-boot: how long every node gets to answer SSH
 
 
+class Launch(_Strict):
+    """How a node starts its rank, as its launcher does it: `[deployment] launch = {...}` for every node,
+    `launch = {...}` on a node for its own (its keys win, its env is added). Each key is optional."""
+
+    service: str | None = None  # the compose service the node starts (`docker compose up -d SERVICE`)
+    # the launcher's shell variables, which docker compose interpolates (`NODE_RANK=1 HEADLESS=1 docker compose up`)
+    env: dict[str, str] = {}
+    env_file: str | None = None  # the env file the node's compose reads (`--env-file`), when not the deployment's
+    script: str | None = None  # a launch script on the node (docker run, Ray, docker compose), read with bash's grammar
+    args: list[str] = []  # the script's arguments, as the operator runs it
+
+
 class Node(_Strict):
     name: str = Field(pattern=NAME)
     rank: int = Field(ge=0)
@@ -47,6 +59,7 @@ class Node(_Strict):
     user: str | None = None
     key: str | None = None
     sudo: bool = True  # may the suite use `sudo -n` for root-only reads on this node
+    launch: Launch | None = None  # how this node starts its rank, where it differs from [deployment] launch
 
     @model_validator(mode="after")
     def _ssh_needs_host(self) -> Node:
@@ -235,11 +248,32 @@ class ApiSpec(_Strict):
 
 
 class Deployment(_Strict):
-    compose_file: str
-    env_file: str
+    compose_file: str | None = None  # the compose file every node starts (absent: a launch script starts them)
+    env_file: str | None = None  # the .env beside it (absent: the compose folder's .env, if it has one)
     container: str
     image: str
     hf_cache: str
+    launch: Launch = Launch()
+
+    @model_validator(mode="after")
+    def _started_somehow(self) -> Deployment:
+        if self.compose_file is None and self.launch.script is None:
+            raise ValueError(
+                'say how the nodes start vLLM: compose_file = "/path/compose.yml", or launch = { script = '
+                '"/path/launch.sh" } (a docker run, Ray or docker compose launcher, read with bash\'s grammar)'
+            )
+        return self
+
+    @property
+    def compose_dir(self) -> str | None:
+        return None if self.compose_file is None else (self.compose_file.rsplit("/", 1)[0] or "/")
+
+    @property
+    def dotenv(self) -> str | None:
+        """The .env the compose is interpolated with: the deployment's, else the compose folder's."""
+        if self.env_file is not None:
+            return self.env_file
+        return None if self.compose_dir is None else f"{self.compose_dir.rstrip('/')}/.env"
 
 
 class Thresholds(_Strict):
@@ -334,6 +368,16 @@ class HistoryRules(_Strict):
         )
 
 
+class RuleSettings(_Strict):
+    """[rules]: how the launch plan's rules judge (gb10check/launch/rules.py). An advisory (it works and costs
+    speed) is a failure only for the rules `strict` names (or every rule: strict = ["all"])."""
+
+    strict: list[str] = []
+
+    def is_strict(self, rule: str) -> bool:
+        return "all" in self.strict or rule in self.strict
+
+
 class Cluster(_Strict):
     name: str = "gb10"
     # single: one node (no fabric); pair: two nodes, direct cables; ring: 3-8 nodes, each cabled to two
@@ -353,6 +397,7 @@ class Inventory(_Strict):
     thresholds: Thresholds = Thresholds()
     history: HistoryRules = HistoryRules()
     nccl_tests: NcclTests | None = None
+    rules: RuleSettings = RuleSettings()
     source: str = Field("<memory>", exclude=True)
 
     @model_validator(mode="before")
@@ -449,6 +494,26 @@ class Inventory(_Strict):
 
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
+
+    def launch_of(self, node: str) -> Launch:
+        """How `node` starts its rank: [deployment] launch, with the node's own launch over it."""
+        base = self.deployment.launch if self.deployment else Launch()
+        own = self.node(node).launch
+        if own is None:
+            return base
+        given = own.model_fields_set
+        return Launch(
+            service=own.service if "service" in given else base.service,
+            env={**base.env, **own.env},
+            env_file=own.env_file if "env_file" in given else base.env_file,
+            script=own.script if "script" in given else base.script,
+            args=own.args if "args" in given else base.args,
+        )
+
+    def env_file_of(self, node: str) -> str | None:
+        """The env file `node`'s compose reads: its launch's, else the deployment's (or the compose folder's)."""
+        own = self.launch_of(node).env_file
+        return own if own is not None else (self.deployment.dotenv if self.deployment else None)
 
     def members_of(self, node: str) -> list[tuple[Rail, Member]]:
         """The node's ends of the fabric: each rail it is on, with its member there."""

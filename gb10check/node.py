@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from gb10check import inventory as inv
 from gb10check import redact
 from gb10check.errors import TransportError
+from gb10check.launch.plan import LaunchPlan
 from gb10check.parallel import map_parallel
 from gb10check.probes import probes_for
 from gb10check.snapshot import Probe, Read, Snapshot, build_script, new_boundary, script_timeout, split_output
@@ -170,6 +171,12 @@ class ClusterNodes:
     def snapshot(self, name: str) -> Snapshot:
         self.gather()
         return self.nodes[name].snapshot()
+
+    def plan(self, name: str) -> LaunchPlan:
+        """The launch plan of the node's rank (gb10check/launch), from its snapshot."""
+        from gb10check.facts import plan  # facts reads the deployment; node.py only gathers
+
+        return plan(self.snapshot(name), self.inventory, self.nodes[name].spec.rank)
 
     def unreachable(self, names: Iterable[str]) -> list[str]:
         """Of these nodes, those that could not be asked (their snapshot failed): a finding that needs

@@ -28,6 +28,7 @@ from gb10check.parsers.docker import (
     parse_image_list,
 )
 from gb10check.parsers.framed import FileRead, framed_files_command, parse_framed_files, parse_word
+from gb10check.parsers.getent import parse_getent_hosts
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.host_release import (
     Bios,
@@ -116,7 +117,7 @@ def _always(command: str) -> Callable[[Where], str]:
     return lambda _where: command
 
 
-def _deployed(command: Callable[[inv.Deployment], str]) -> Callable[[Where], str | None]:
+def _deployed(command: Callable[[inv.Deployment], str | None]) -> Callable[[Where], str | None]:
     return lambda w: command(w.deployment) if w.deployment is not None else None
 
 
@@ -198,6 +199,11 @@ HOST_NCCL_CONF: Read[list[NcclSetting]] = Read(
     lambda t: parse_conf_lines(t, f"grep -H = {NCCL_CONF}"),
 )
 WHOAMI: Read[str] = Read("whoami", _always("id -un"), lambda t: parse_word(t, "id -un"))
+# what the node's hostname resolves to (PyTorch's Gloo binds it when GLOO_SOCKET_IFNAME is unset); getent
+# exits 2 when it resolves to nothing
+HOSTNAME_ADDRESSES: Read[tuple[str, ...]] = Read(
+    "hostname_addresses", _always('getent ahostsv4 "$(hostname)"'), parse_getent_hosts, accept_rc=(0, 2)
+)
 GROUPS: Read[list[str]] = Read("groups", _always("id -Gn"), str.split)
 # -- the firewall --------------------------------------------------------------------------------
 UFW_STATUS: Read[UfwStatus] = Read(
@@ -267,7 +273,7 @@ DOCKER_LOGS: Read[list[LogLine]] = Read(
     accept_rc=(0,),
 )
 # -- the deployment's files (the compose is read with the node's .env: gb10check/facts.py) ------------
-COMPOSE: Read[str] = Read("compose", _deployed(lambda d: f"cat {q(d.compose_file)}"), str)
+COMPOSE: Read[str] = Read("compose", _deployed(lambda d: f"cat {q(d.compose_file)}" if d.compose_file else None), str)
 # the files `docker compose up` merges over a default-named compose file in its folder
 OVERRIDE_NAMES = (
     "compose.override.yaml",
@@ -278,18 +284,33 @@ OVERRIDE_NAMES = (
 DEFAULT_NAMES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
 
 
-def compose_config_command(d: inv.Deployment) -> str:
-    """The node's own Compose reading the deployment as `docker compose up` in its folder will:
-    a default-named file with its override files and COMPOSE_FILE, else `-f` that file; the
-    inventory's .env for interpolation when it is not the folder's own. Reads; creates nothing."""
+def compose_config_command(inventory: inv.Inventory, node: str) -> str | None:
+    """The node's own Compose reading the deployment as its launcher's `docker compose up` will: in the
+    compose's folder, a default-named file with its override files and COMPOSE_FILE, else `-f` that file;
+    the node's env file when it is not the folder's own (`--env-file`); the launcher's shell variables in
+    the environment (`NODE_RANK=1 HEADLESS=1 docker compose ...`); the service it starts, when it names
+    one (`config SERVICE`: a file whose services share a container_name is only valid one at a time).
+    Reads; creates nothing."""
+    d = inventory.deployment
+    if d is None or d.compose_file is None:
+        return None
+    launch = inventory.launch_of(node)
     folder, name = posixpath.split(d.compose_file)
     args = "" if name in DEFAULT_NAMES else f" -f {q(d.compose_file)}"
-    if d.env_file != posixpath.join(folder, ".env"):
-        args += f" --env-file {q(d.env_file)}"
-    return f"cd {q(folder or '/')} && docker compose version --short && docker compose{args} config --format json"
+    env_file = inventory.env_file_of(node)
+    if env_file is not None and env_file != posixpath.join(folder, ".env"):
+        args += f" --env-file {q(env_file)}"
+    shell = "".join(f"{k}={q(v)} " for k, v in launch.env.items())
+    service = f" {q(launch.service)}" if launch.service else ""
+    return (
+        f"cd {q(folder or '/')} && docker compose version --short && "
+        f"{shell}docker compose{args} config --format json{service}"
+    )
 
 
 def _overrides(d: inv.Deployment) -> str | None:
+    if d.compose_file is None:
+        return None
     folder, name = posixpath.split(d.compose_file)
     if name not in DEFAULT_NAMES:
         return None
@@ -297,13 +318,33 @@ def _overrides(d: inv.Deployment) -> str | None:
 
 
 # judged in gb10check/facts.py: Compose's JSON, its refusal of the file, or no Compose plugin at all
-COMPOSE_CONFIG: Read[str] = Read("compose_config", _deployed(compose_config_command), str, accept_rc=(0, 1, 15))
+COMPOSE_CONFIG: Read[str] = Read(
+    "compose_config", lambda w: compose_config_command(w.inventory, w.node.name), str, accept_rc=(0, 1, 15)
+)
 COMPOSE_OVERRIDES: Read[list[FileRead]] = Read(
     "compose_overrides",
     lambda w: _overrides(w.deployment) if w.deployment is not None else None,
     lambda t: parse_framed_files(t, "compose override files"),
 )
-DOTENV: Read[dict[str, str]] = Read("dotenv", _deployed(lambda d: f"cat {q(d.env_file)}"), parse_dotenv)
+
+
+def _dotenv_command(w: Where) -> str | None:
+    """The node's env file: a declared one must be there (`cat`: a missing one is file-missing); without one
+    declared, the compose folder's .env is read when it exists (Compose's default, optional)."""
+    path = w.inventory.env_file_of(w.node.name)
+    if path is None:
+        return None
+    declared = w.inventory.launch_of(w.node.name).env_file or (w.deployment and w.deployment.env_file)
+    return f"cat {q(path)}" if declared else f"if [ -e {q(path)} ]; then cat {q(path)}; fi"
+
+
+DOTENV: Read[dict[str, str]] = Read("dotenv", _dotenv_command, parse_dotenv)
+# the node's launch script (inventory: launch = { script = ... }), read with bash's grammar (gb10check/launch)
+LAUNCH_SCRIPT: Read[str] = Read(
+    "launch_script",
+    lambda w: f"cat {q(script)}" if (script := w.inventory.launch_of(w.node.name).script) else None,
+    str,
+)
 # -- the model's hub folder ----------------------------------------------------------------------
 HF_LISTING: Read[dict[str, Entry]] = Read(
     "hf_listing", _in_hub(lambda h: f"find {h} -printf {q(LISTING_FORMAT)}"), parse_listing
@@ -390,6 +431,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HOST_NCCL_CONF,
     MEMINFO,
     WHOAMI,
+    HOSTNAME_ADDRESSES,
     GROUPS,
     UFW_STATUS,
     UFW_RULES,
@@ -406,6 +448,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     COMPOSE_CONFIG,
     COMPOSE_OVERRIDES,
     DOTENV,
+    LAUNCH_SCRIPT,
     HF_LISTING,
     HF_REVISION,
     HF_CONFIG,

@@ -46,6 +46,9 @@ class Row:
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version)
     troubleshooting: dict[str, str] = field(default_factory=dict)  # hint id -> its text for this failure alone
     title: str = ""  # what the check checks, in words: its docstring's first line (or its name, readable)
+    # what works and costs speed (kind "advisory": why says what it costs), and advice ("advice": why the
+    # suite would do otherwise): never failures (gb10check/verdict.py Advisory, as a dict)
+    advisories: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -111,7 +114,8 @@ class Summary:
             f"- result: {counts or 'no checks ran'}" + self._interrupted_note() + self._stopped_note(),
             "",
         ]
-        lines += self._changes() + self._failures() + self._measured() + self._matrix() + self._nodes()
+        lines += self._changes() + self._failures() + self._advisories() + self._measured() + self._matrix()
+        lines += self._nodes()
         lines += [
             "## Checks",
             "",
@@ -149,6 +153,20 @@ class Summary:
         for hint in order:
             if hint in self.troubleshooting:
                 lines += ["```", self.troubleshooting[hint].rstrip(), "```", ""]
+        return lines
+
+    def _advisories(self) -> list[str]:
+        """What works and costs speed, then advice: a line each, with what to change and where."""
+        lines: list[str] = []
+        for kind, heading in (("advisory", "## Advisories (it works, and costs speed)"), ("advice", "## Advice")):
+            found = [(r, a) for r in self.rows for a in r.advisories if a.get("kind") == kind]
+            if not found:
+                continue
+            lines += [heading, ""]
+            for row, a in found:
+                where = f" ({a['where']})" if a.get("where") else ""
+                lines.append(f"- `{row.check}`: {a['found']}: {a['why']}{where}")
+            lines.append("")
         return lines
 
     def _matrix(self) -> list[str]:

@@ -38,6 +38,19 @@ class Comparison:
     hints: tuple[str, ...] = ()  # the diagnosis the check chose for this failure, if any
 
 
+@dataclass(frozen=True)
+class Advisory:
+    """What a check found that works and costs speed ("advisory": what it costs), or that the suite would
+    do otherwise ("advice": why): recorded beside the verdict, never a failure unless the inventory asks."""
+
+    kind: str  # "advisory" or "advice"
+    what: str
+    expected: str
+    found: str
+    why: str
+    where: str = ""  # the place to change it (a file and line)
+
+
 @dataclass(repr=False)
 class Evidence:
     """What one test measured; the plugin copies it into JUnit properties and the summary."""
@@ -47,6 +60,23 @@ class Evidence:
     items: list[Comparison] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured, by name (units in the name)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version, a field)
+    advisories: list[Advisory] = field(default_factory=list)  # what costs speed, and advice: never failures
+
+    def advise(self, kind: str, *, what: str, expected: str, found: str, why: str, where: str = "") -> None:
+        """Record an advisory (it works and costs speed: `why` says what) or advice (a preference: `why` says
+        why); the check passes. Masked and neutralised as every expect."""
+        if kind not in ("advisory", "advice"):
+            raise ValueError(f"evidence.advise: kind is advisory or advice, not {kind!r}")
+        self.advisories.append(
+            Advisory(
+                kind,
+                neutralise(what),
+                redact(neutralise(expected)),
+                redact(neutralise(found)),
+                redact(neutralise(why)),
+                redact(neutralise(where)),
+            )
+        )
 
     def figure(self, name: str, value: float | None) -> None:
         """A measured figure for the reports and the history (`bandwidth_gbps`, `ttft_s`...), pass or fail."""

@@ -479,6 +479,7 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventor
         except ValueError as exc:  # an edit written for another topology's compose
             shape = f"a {cluster.topology} of {cluster.size}" if cluster else "the pair"
             raise SimError(f"{scenario.source}: {exc} (rendered for {shape}, as on {node.name})") from exc
+        assert dep.compose_file is not None and dep.env_file is not None  # the sim's deployment is a compose
         deploy.place(fs, dep.compose_file).write_text(compose)
         env = {
             "MODEL_ID": service.model if service else "",

@@ -338,6 +338,9 @@ class Expect(_Spec):
     # test id (or a pattern with `*`: every test it matches) -> the hint ids its failure carries
     fails: dict[str, list[str]] = {}
     skips: dict[str, str] = {}  # test id -> a phrase of the skip's reason
+    # test id (or a `*` pattern) -> a phrase of what it costs: exactly these checks record an advisory
+    advisories: dict[str, str] = {}
+    advice: dict[str, str] = {}  # test id (or pattern) -> a phrase of the advice it records (others may too)
 
 
 class Scenario(_Spec):

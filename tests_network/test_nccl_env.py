@@ -1,8 +1,8 @@
-"""NCCL's environment against the fabric as the node has it: the socket interfaces vLLM gets
-(compose + script) are netdevs that are up, on the subnet of the master address, and, on a fabric
-netdev, not the one the default route leaves by (a LAN or Wi-Fi drop would then kill serving);
-NCCL_IB_HCA selects exactly the node's RDMA devices on the rails; no NCCL config file sets what the
-compose does not. The names mean what they mean to NCCL (gb10check/nccl.py)."""
+"""NCCL's environment against the fabric as the node has it: the socket interfaces vLLM gets (its launch
+plan's environment) are netdevs that are up, on the subnet of the master address, and, on a fabric
+netdev, not the one the default route leaves by (a LAN or Wi-Fi drop would then kill serving); no NCCL
+config file sets what the plan does not. (Which RDMA devices NCCL_IB_HCA selects is the launch plan's
+ib-hca rule.) The names mean what they mean to NCCL (gb10check/nccl.py)."""
 
 import ipaddress
 import shlex
@@ -11,9 +11,8 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import GB10Error
-from gb10check.facts import vllm_run
 from gb10check.in_container import read_in_containers
-from gb10check.nccl import ib_hca_selects, socket_ifname_matches
+from gb10check.nccl import socket_ifname_matches
 from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
 from gb10check.probes import NCCL_CONF
 
@@ -23,7 +22,7 @@ SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 
 @pytest.mark.hints("nccl-socket-ifname")
-def test_socket_interfaces_are_on_the_fabric(node, inventory, deployment, link_down_advice, evidence):
+def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deployment, link_down_advice, evidence):
     """vLLM's control-plane netdev up and on the master's subnet.
 
     The control plane as vLLM gets it: up, on the master address's subnet, and, when the
@@ -31,15 +30,15 @@ def test_socket_interfaces_are_on_the_fabric(node, inventory, deployment, link_d
     switch's control plane on the LAN port is where the default route is: that is its design)."""
     snap = node.snapshot()
     fabric = {m.netdev for _, m in inventory.members_of(node.name)}
-    run = vllm_run(snap, deployment, node.spec.rank)
+    plan = cluster.plan(node.name)
     netdevs = snap.fact(probes.IP_ADDR)
     leaves_by = sorted({r.dev for r in snap.fact(probes.IP_ROUTE) if r.dst == "default"})
-    master = run.value("--master-addr") or run.environment.get("MASTER_ADDR")
+    master = (plan.vllm.value("--master-addr") if plan.started.vllm is not None else None) or plan.env("MASTER_ADDR")
     said = master or "(not set: no --master-addr, no MASTER_ADDR)"
     for var in SOCKET_VARS:
-        value = run.environment.get(var)
+        value = plan.env(var)
         if value is None:
-            continue  # unset is the compose rule's finding (tests_preflight), not the fabric's
+            continue  # unset is the launch plan's advice (tests_preflight), not the fabric's
         chosen = socket_ifname_matches(value, netdevs)
         evidence.expect(
             bool(chosen),
@@ -83,43 +82,10 @@ def _link_down(link_down_advice, inventory, node, netdev):
     return {**advice, "detail": advice.get("detail") or "the link is down: see the interface and RoCE link checks"}
 
 
-@pytest.mark.hints("nccl-hca-incomplete")
-def test_ib_hca_selects_every_link(node, deployment, inventory, evidence):
-    """NCCL_IB_HCA selects exactly the node's rail devices.
-
-    The RDMA devices NCCL_IB_HCA selects on this node, as NCCL matches it against the node's
-    devices, are exactly those of the node's ends of the rails: with one half of the cable NCCL
-    runs at half speed or worse; with an extra device it may route over a port that is not the
-    cable's. (Whether those ports are ACTIVE is the port checks' verdict.)"""
-    snap = node.snapshot()
-    run = vllm_run(snap, deployment, node.spec.rank)
-    ports = snap.fact(probes.RDMA_PORTS)
-    value = run.environment.get("NCCL_IB_HCA")
-    chosen = ib_hca_selects(value, ports)
-    links = {
-        m.netdev: [p.device for p in ports.values() if m.netdev in p.netdevs]
-        for _, m in inventory.members_of(node.name)
-    }
-    wanted = sorted({d for devices in links.values() for d in devices})
-    unplaced = [netdev for netdev, devices in links.items() if not devices]
-    inactive = [d for d in chosen if not ports[d].active]  # the port checks judge the state; said here too
-    evidence.expect(
-        chosen == wanted and not unplaced,
-        what=f"RDMA devices NCCL_IB_HCA selects ({value if value is not None else 'unset: every device'})",
-        expected=", ".join(f"{d} ({n})" for n, ds in links.items() for d in ds) or "the links' devices",
-        found=(", ".join(chosen) or "none")
-        + (f" (not ACTIVE now: {', '.join(inactive)})" if inactive else "")
-        + (f"; no RDMA device on {', '.join(unplaced)}" if unplaced else ""),
-        detail="the node has "
-        + ", ".join(f"{d} on {'/'.join(p.netdevs) or 'no netdev'}" for d, p in sorted(ports.items())),
-    )
-
-
-def _conf_files(snap, node, deployment):
+def _conf_files(cluster, node):
     """NCCL's files inside the container, in the order NCCL reads them (grep -H: path:line; -s: a
     missing file is no error message), read where vLLM's NCCL reads them."""
-    environment = vllm_run(snap, deployment, node.spec.rank).environment
-    user_file = environment.get("NCCL_CONF_FILE") or "/root/.nccl.conf"
+    user_file = cluster.plan(node.name).env("NCCL_CONF_FILE") or "/root/.nccl.conf"
     return f"-Hs = {shlex.quote(user_file)} {NCCL_CONF}"
 
 
@@ -133,7 +99,7 @@ def container_nccl_conf(cluster, inventory, deployment):
         deployment,
         what="its NCCL config",
         program="grep",
-        args=lambda snap, node: _conf_files(snap, node, deployment),
+        args=lambda snap, node: _conf_files(cluster, node),
         accept_rc=(0, 1, 2),  # grep: 1 nothing set, 2 a file missing (-s: silent)
         parse=parse_conf_lines,
     )
@@ -143,14 +109,14 @@ QUIET = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")  # settings that 
 
 
 @pytest.mark.hints("nccl-conf-override")
-def test_no_nccl_conf_sets_hidden_variables(node, deployment, container_nccl_conf, evidence):
+def test_no_nccl_conf_sets_hidden_variables(node, cluster, deployment, container_nccl_conf, evidence):
     """No NCCL config file sets what the compose does not show.
 
     NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then
     /etc/nccl.conf; on the host, /etc/nccl.conf): a variable the compose leaves unset takes the
     file's value, unseen by anyone reading the compose (NCCL_IB_DISABLE=1, NCCL_NET=Socket...)."""
     snap = node.snapshot()
-    environment = vllm_run(snap, deployment, node.spec.rank).environment
+    environment = cluster.plan(node.name).known_env()
     inside = container_nccl_conf[node.name]
     if isinstance(inside, GB10Error):
         raise inside

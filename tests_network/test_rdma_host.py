@@ -5,7 +5,6 @@ field faults that break a TP=2 run, the second hours after it started."""
 import pytest
 
 from gb10check import probes
-from gb10check.facts import compose_service
 from gb10check.parsers.logind import parse_remove_ipc
 
 pytestmark = pytest.mark.network
@@ -24,17 +23,17 @@ def test_cma_reserved(node, evidence):
     )
 
 
-def _workload_user(service):
-    """Who vLLM's processes run as: the compose's `user`, else root (docker's default)."""
-    user = str(service.get("user") or "").split(":")[0]
+def _workload_user(plan):
+    """Who vLLM's processes run as: the container's `user`, else root (docker's default)."""
+    user = str(plan.container.user.known() or "").split(":")[0]
     return user if user not in ("", "0", "root") else None
 
 
 @pytest.mark.hints("removeipc-yes")
-def test_ipc_survives_logout(node, deployment, evidence):
+def test_ipc_survives_logout(node, cluster, deployment, evidence):
     """vLLM's shared memory survives a logout."""
     snap = node.snapshot()
-    user = _workload_user(compose_service(snap, deployment))
+    user = _workload_user(cluster.plan(node.name))
     setting = parse_remove_ipc(snap.fact(probes.LOGIND))
     if user is None:
         evidence.expect(

@@ -7,7 +7,6 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import GB10Error
-from gb10check.facts import vllm_run
 from gb10check.nccl import auto_gid_index, gid_index_param
 from gb10check.parsers.rdma_sysfs import show_gids
 
@@ -130,11 +129,10 @@ def _gid_index_in_use(cluster, node, deployment, rail):
     (compose + script) as NCCL reads it, None when it leaves NCCL the choice; else the inventory's."""
     if deployment is not None:
         try:
-            env = vllm_run(cluster.snapshot(node), deployment, cluster[node].spec.rank).environment
-        except GB10Error:  # an unreadable compose fails its own checks
+            value = cluster.plan(node).env("NCCL_IB_GID_INDEX")
+        except GB10Error:  # an unreadable plan fails its own checks (or is decided at start)
             pass
         else:
-            value = env.get("NCCL_IB_GID_INDEX")
             index = gid_index_param(value)
             picks = "NCCL 2.21+ picks the device's first RoCE v2 IPv4 GID"
             if value is None:

@@ -4,20 +4,20 @@ import pytest
 
 from gb10check import probes
 from gb10check.compare import odd_ones_out, shown
-from gb10check.facts import compose_service
 
 pytestmark = pytest.mark.preflight
 
 
 @pytest.mark.hints("wrong-image")
-def test_compose_uses_the_deployment_image(node, deployment, evidence):
-    """The compose uses the deployment image."""
-    svc = compose_service(node.snapshot(), deployment)
+def test_compose_uses_the_deployment_image(node, cluster, deployment, evidence):
+    """The launch plan runs the deployment image."""
+    plan = cluster.plan(node.name)
+    image = plan.image.known()
     evidence.expect(
-        svc.image == deployment.image,
-        what=f"image of service {svc.name} in {deployment.compose_file}",
+        image == deployment.image,
+        what=f"the image {node.name}'s {plan.launcher} runs ({plan.image.source or plan.read_by})",
         expected=deployment.image,
-        found=svc.image or "no image:",
+        found=image or "no image",
         detail="a generic vLLM release does not know this model's architecture and exits during model init",
     )
 

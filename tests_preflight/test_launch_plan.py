@@ -1,13 +1,14 @@
 """The launch plan across the nodes (issue 19): what each node's compose and script say together.
 
-Each node's own `vllm serve` is judged rule by rule in test_compose_lint.py; here the checks that only
+Each node's own `vllm serve` is judged rule by rule in test_launch_rules.py; here the checks that only
 make sense across the nodes."""
 
 import pytest
 
 from fixtures.cluster import INVENTORY, OnNode
 from gb10check import probes
-from gb10check.facts import vllm_run
+from gb10check.compare import odd_ones_out, shown
+from gb10check.errors import DecidedAtStart
 from gb10check.fit import tp_split_problems
 from gb10check.node import follows_from
 
@@ -27,8 +28,10 @@ def test_node_rank_unique(cluster, inventory, deployment, evidence):
 
     Every node starts vLLM with its own --node-rank: two nodes with one rank are named together."""
     cluster.gather()
-    snaps = {n.name: cluster.snapshot(n.name) for n in inventory.nodes}
-    ranks = {n.name: vllm_run(snaps[n.name], deployment, n.rank).value("--node-rank") for n in inventory.nodes}
+    plans = {n.name: cluster.plan(n.name) for n in inventory.nodes}
+    if any(p.role.startswith("ray") or p.vllm.value("--distributed-executor-backend") == "ray" for p in plans.values()):
+        pytest.skip("the Ray executor: Ray places the ranks, no node gives --node-rank")
+    ranks = {n: p.vllm.value("--node-rank") or ("0" if p.rank == 0 else None) for n, p in plans.items()}
     holders: dict[str | None, list[str]] = {}
     for name, rank in ranks.items():
         holders.setdefault(rank, []).append(name)
@@ -94,7 +97,7 @@ def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
     rank0 = inventory.api_node
     snap = cluster.snapshot(rank0.name)
     dims = snap.fact(probes.HF_CONFIG)
-    tp = vllm_run(snap, deployment, rank0.rank).value("--tensor-parallel-size") or "1"
+    tp = cluster.plan(rank0.name).vllm.value("--tensor-parallel-size") or "1"
     if not tp.isdigit() or int(tp) < 1:
         pytest.skip(f"--tensor-parallel-size {tp} is not a whole number (the compose lint's topology rule says so)")
     problems = tp_split_problems(dims, int(tp))
@@ -104,4 +107,57 @@ def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
         what=f"{model}'s heads over --tensor-parallel-size {tp} (config.json on {rank0.name})",
         expected=f"TP {tp} divides the attention heads, and the KV heads divide by TP or TP by them",
         found="; ".join(problems) or f"{dims.attention_heads} attention heads, {dims.kv_heads} KV heads",
+    )
+
+
+# what every rank's `vllm serve` must say alike: the world's shape and what it loads (vLLM's ParallelConfig and
+# ModelConfig on each rank build the same engine; a rank with another size, model or context never joins or
+# loads other shapes)
+AGREE = (  # (the TP size and node count are each node's topology rule's, the master address its own check's)
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--master-port",
+    "--distributed-executor-backend",
+    "--max-model-len",
+    "--dtype",
+    "--quantization",
+    "--kv-cache-dtype",
+)
+
+
+@pytest.mark.hints("ranks-disagree")
+def test_ranks_agree(cluster, inventory, deployment, evidence):
+    """Every rank starts vLLM with the same model and parallel sizes.
+
+    The values every rank's `vllm serve` must give alike (the model and its context length, dtype and
+    quantization, the parallel sizes, the master address and port, the executor): compared across the
+    nodes that run `vllm serve`, the odd ones named (a Ray worker gets the head's)."""
+    cluster.gather()
+    plans = {n.name: cluster.plan(n.name) for n in inventory.nodes}
+    serving = {n: p for n, p in plans.items() if p.started.vllm is not None}
+    if len(serving) < 2:
+        pytest.skip("fewer than two nodes run `vllm serve` (the Ray executor's workers get the head's)")
+    rank0 = inventory.api_node.name
+    found_all = []
+    for option in ("model", *AGREE):
+        values = {}
+        for n, p in serving.items():
+            try:
+                value = p.vllm.model_name if option == "model" else p.vllm.value(option)
+                values[n] = "not given" if value is None else value
+            except DecidedAtStart:
+                values[n] = "(decided at start)"
+        if len(set(values.values())) > 1 and "(decided at start)" not in values.values():
+            odd = odd_ones_out(values, [rank0])
+            evidence.expect(
+                False,
+                what=f"{option} across the ranks",
+                expected="the same on every rank",
+                found=shown(values, odd),
+                context={"node": odd[0]},
+            )
+        if set(values.values()) != {"not given"}:
+            found_all.append(f"{option} {next(iter(values.values()))}")
+    evidence.expect(
+        True, what="the ranks' model and parallel sizes", expected="the same on every rank", found="; ".join(found_all)
     )

@@ -5,7 +5,6 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import ParseError
-from gb10check.facts import compose_service, vllm_run
 from gb10check.fit import DTYPE_BYTES, Fit
 
 pytestmark = pytest.mark.preflight
@@ -21,14 +20,14 @@ def _number(run, flag, default, kind):
 
 
 @pytest.mark.hints("kv-cache-oom")
-def test_model_fits(node, inventory, deployment, evidence):
+def test_model_fits(node, cluster, inventory, deployment, evidence):
     """The model, its KV cache and activations fit the node's memory."""
     snap = node.snapshot()
     dims = snap.fact(probes.HF_CONFIG)
     total = snap.fact(probes.HF_INDEX)
     mem = snap.fact(probes.MEMINFO)
-    svc = compose_service(snap, deployment)
-    run = vllm_run(snap, deployment, node.spec.rank)
+    plan = cluster.plan(node.name)
+    run = plan.vllm
     # without --max-model-len vLLM takes the model's own context length
     max_len = _number(run, "--max-model-len", dims.max_position_embeddings, int)
     if max_len is None:
@@ -44,7 +43,7 @@ def test_model_fits(node, inventory, deployment, evidence):
         state_bytes=2,
         mem_total=mem.total,
         gpu_memory_utilization=_number(run, "--gpu-memory-utilization", DEFAULT_GPU_MEMORY_UTILIZATION, float),
-        container_limit=svc.memory_limit,
+        container_limit=plan.container.memory.known(),
         pp=_number(run, "--pipeline-parallel-size", 1, int),  # each stage holds its own layers
     )
     arithmetic = "\n  " + "\n  ".join(fit.lines())

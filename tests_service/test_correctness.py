@@ -13,7 +13,6 @@ from fixtures.cluster import SETTINGS
 from gb10check import asks
 from gb10check.diagnosis import expect_answered, expect_finished, explain
 from gb10check.errors import GB10Error, ServiceError
-from gb10check.facts import vllm_run
 from gb10check.parallel import map_parallel
 from gb10check.parsers.vllm_metrics import parse_vllm_metrics
 
@@ -42,12 +41,11 @@ def _concurrency(cluster, inventory):
     seqs, where = VLLM_DEFAULT_MAX_NUM_SEQS, "vLLM's default"
     if inventory.deployment is not None:
         try:
-            run = vllm_run(cluster.snapshot(inventory.api_node.name), inventory.deployment, 0)
-            value = run.value("--max-num-seqs")
+            value = cluster.plan(inventory.api_node.name).vllm.value("--max-num-seqs")
             if value is not None and value.isdigit():
                 seqs, where = int(value), "--max-num-seqs"
         except GB10Error:
-            pass  # the compose's own checks say why it cannot be read
+            pass  # the launch plan's own checks say why it cannot be read
     cap = inventory.service.max_concurrent_requests
     return min(seqs, cap), f"{where} {seqs}" + (
         f", capped at service.max_concurrent_requests {cap}" if seqs > cap else ""

@@ -5,7 +5,6 @@ import pytest
 
 from gb10check.diagnosis import expect_answered, explain
 from gb10check.errors import GB10Error, ServiceError
-from gb10check.facts import vllm_run
 from gb10check.parsers.vllm_api import api_error_message, parse_models, parse_version
 
 pytestmark = pytest.mark.service
@@ -71,10 +70,9 @@ def test_served_model(api, api_node, inventory, cluster, ready, findings, eviden
     if inventory.deployment is None:
         return
     try:
-        run = vllm_run(cluster.snapshot(api_node.node), inventory.deployment, 0)
+        flag = cluster.plan(api_node.node).vllm.value("--max-model-len")
     except GB10Error:
-        return  # an unreadable compose fails the preflight checks; the card was still judged above
-    flag = run.value("--max-model-len")
+        return  # an unreadable plan fails the preflight checks (or is decided at start); the card was judged above
     evidence.expect(
         flag is None or str(card.max_model_len) == flag,
         what="max_model_len (the compose's --max-model-len on rank 0)",

@@ -72,23 +72,36 @@ def started(reading: Reading, what: str) -> Started:
             vllm = vllm[:1]
         if vllm or ray:
             per_path.append((path, vllm[0] if vllm else None, ray[-1] if ray else None))
-    if not per_path:
-        raise ParseError(
-            what, "it starts no `vllm serve` (nor a Ray node)", reading.what, hint_ids=("container-script-unreadable",)
+    if not per_path:  # another program (an entrypoint inside the image, a wrapper): what it starts is the start's
+        last = next((r for p in reading.paths for r in reversed(p.ran) if not r.background), None)
+        said = (
+            f"it starts `{' '.join(str(a) for a in last.argv[:3])}` (line {last.line}), not `vllm serve`: what that "
+            "starts is decided at start"
+            if last is not None
+            else "it starts nothing the suite can read"
         )
+        return Started(None, None, dict(last.env) if last else {}, last, (), (*reading.notes, said))
     notes = tuple(dict.fromkeys([*reading.notes, *notes_after]))
     if len(per_path) == 1:
         path, v, ray_pick = per_path[0]
         ran = v[0] if v else ray_pick[0] if ray_pick else None
-        return Started(v[1] if v else None, ray_pick[1] if ray_pick else None, dict(ran.env) if ran else {}, ran, path.taken, notes)
+        return Started(
+            v[1] if v else None, ray_pick[1] if ray_pick else None, dict(ran.env) if ran else {}, ran, path.taken, notes
+        )
     return _merged(per_path, notes)
 
 
-def _merged(per_path: list[tuple[Path, tuple[Ran, VllmCommand] | None, tuple[Ran, RayCommand] | None]], notes: tuple[str, ...]) -> Started:
+def _merged(
+    per_path: list[tuple[Path, tuple[Ran, VllmCommand] | None, tuple[Ran, RayCommand] | None]], notes: tuple[str, ...]
+) -> Started:
     taken = [p.taken for p, _, _ in per_path]
     common = set(taken[0]).intersection(*taken[1:])
     conditions = tuple(dict.fromkeys(t for ts in taken for t in ts if t not in common))
-    why = "depends on " + "; ".join(c.rsplit(" ", 1)[0] for c in dict.fromkeys(conditions)) if conditions else "differs by path"
+    why = (
+        "depends on " + "; ".join(c.rsplit(" ", 1)[0] for c in dict.fromkeys(conditions))
+        if conditions
+        else "differs by path"
+    )
     vllms = [v for _, v, _ in per_path]
     vllm: VllmCommand | None = None
     maybe: dict[str, str] = {}
@@ -101,12 +114,17 @@ def _merged(per_path: list[tuple[Path, tuple[Ran, VllmCommand] | None, tuple[Ran
             if any(v is _ABSENT for v in values):
                 maybe[key] = why
                 present = [v for v in values if v is not _ABSENT]
-                options[key] = present[0] if all(v == present[0] for v in present) else Deferred(why, "<decided at start>")  # type: ignore[assignment]
+                one = present[0]
+                options[key] = one if all(v == one for v in present) else Deferred(why, "<decided at start>")  # type: ignore[assignment]
             elif all(v == values[0] for v in values):
                 options[key] = values[0]  # type: ignore[assignment]
             else:
                 options[key] = Deferred(f"{key} {why}", "<decided at start>")
-        model = first.model if all(c.model == first.model for c in commands) else Deferred(f"the model {why}", "<decided at start>")
+        model = (
+            first.model
+            if all(c.model == first.model for c in commands)
+            else Deferred(f"the model {why}", "<decided at start>")
+        )
         argv = first.argv
         if all(len(c.argv) == len(argv) for c in commands):
             argv = tuple(
@@ -119,11 +137,13 @@ def _merged(per_path: list[tuple[Path, tuple[Ran, VllmCommand] | None, tuple[Ran
         vllm = next(v[1] for v in vllms if v is not None)
     rays = [r for _, _, r in per_path]
     ray = next((r[1] for r in rays if r is not None), None)
-    rans = [(v[0] if v else r[0]) for _, v, r in per_path if (v or r)]
+    rans = [v[0] if v else r[0] for _, v, r in per_path if r is not None or v is not None]  # type: ignore[index]
     env: dict[str, Value] = {}
     for key in dict.fromkeys(k for ran in rans for k in ran.env):
         values = [ran.env.get(key) for ran in rans]
-        env[key] = values[0] if all(v == values[0] for v in values) and values[0] is not None else Deferred(f"{key} {why}", "<decided at start>")
+        first_value = values[0]
+        same = first_value is not None and all(v == first_value for v in values)
+        env[key] = first_value if same and first_value is not None else Deferred(f"{key} {why}", "<decided at start>")  # type: ignore[assignment]
     return Started(vllm, ray, env, rans[0], conditions, notes, maybe)
 
 

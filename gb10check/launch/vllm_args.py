@@ -143,8 +143,16 @@ def entry_argv(argv: tuple[Value, ...] | list[Value]) -> tuple[str, tuple[Value,
                     return None
                 tail = tail[1:]
             return ENTRY_MODULES[str(rest[1])], tuple(tail)
-        if rest and isinstance(rest[0], str) and posixpath.basename(rest[0]) == "vllm" and len(rest) >= 2 and rest[1] == "serve":
-            return "vllm serve", tuple(rest[2:])  # the pip entry point as /proc shows it: python3 /usr/local/bin/vllm serve
+        if (
+            rest
+            and isinstance(rest[0], str)
+            and posixpath.basename(rest[0]) == "vllm"
+            and len(rest) >= 2
+            and rest[1] == "serve"
+        ):
+            return "vllm serve", tuple(
+                rest[2:]
+            )  # the pip entry point as /proc shows it: python3 /usr/local/bin/vllm serve
     return None
 
 
@@ -162,8 +170,10 @@ def _options(argv: list[Value]) -> tuple[Value | None, dict[str, Value | None], 
     options: dict[str, Value | None] = {}
     unknown: list[Deferred] = []
     i = 0
-    if argv and not str(argv[0]).startswith("-") and not (isinstance(argv[0], Deferred) and argv[0].splits):
+    if argv and not str(argv[0]).startswith("-"):
         model, i = argv[0], 1
+        if isinstance(model, Deferred) and model.splits:  # `vllm serve $ARGS`: the model and maybe options
+            unknown.append(model)
     while i < len(argv):
         arg = argv[i]
         if isinstance(arg, Deferred) and arg.splits and not str(arg).startswith("-"):

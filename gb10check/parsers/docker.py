@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gb10check.errors import ParseError, clip, excerpt
@@ -78,6 +78,14 @@ class Image:
     repo_tags: tuple[str, ...]
     layers: tuple[str, ...]
     architecture: str | None
+    env: tuple[str, ...] = ()  # Config.Env: what every container of the image starts with (NAME=value)
+    entrypoint: tuple[str, ...] | None = None  # Config.Entrypoint (None: none)
+    cmd: tuple[str, ...] | None = None  # Config.Cmd
+    user: str = ""  # Config.User
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return dict(e.partition("=")[::2] for e in self.env if "=" in e)
 
 
 def parse_image_inspect(text: str) -> Image | None:
@@ -91,7 +99,18 @@ def parse_image_inspect(text: str) -> Image | None:
         raise ParseError("docker image inspect", "expected a JSON list with one image", text)
     img = data[0]
     layers = (img.get("RootFS") or {}).get("Layers") or []
-    return Image(img["Id"], tuple(img.get("RepoTags") or ()), tuple(layers), img.get("Architecture"))
+    config = img.get("Config") or {}
+    entrypoint, cmd = config.get("Entrypoint"), config.get("Cmd")
+    return Image(
+        img["Id"],
+        tuple(img.get("RepoTags") or ()),
+        tuple(layers),
+        img.get("Architecture"),
+        tuple(str(e) for e in config.get("Env") or ()),
+        tuple(map(str, entrypoint)) if isinstance(entrypoint, list) else None,
+        tuple(map(str, cmd)) if isinstance(cmd, list) else None,
+        str(config.get("User") or ""),
+    )
 
 
 def parse_image_list(text: str) -> list[str]:
@@ -114,6 +133,10 @@ class Container:
     args: tuple[str, ...]
     started_at: str | None
     exit_code: int | None = None
+    pid: int | None = None  # State.Pid: the container's first process, on the host (0 when not running)
+    inspect: dict[str, Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # the whole object, as docker printed it
 
 
 def parse_container_inspect(text: str) -> Container | None:
@@ -135,6 +158,8 @@ def parse_container_inspect(text: str) -> Container | None:
         args=tuple(c.get("Args") or ()),
         started_at=state.get("StartedAt"),
         exit_code=state.get("ExitCode") if isinstance(state.get("ExitCode"), int) else None,
+        pid=state.get("Pid") if isinstance(state.get("Pid"), int) else None,
+        inspect=c,
     )
 
 

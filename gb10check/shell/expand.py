@@ -61,7 +61,14 @@ class Expander:
         return join([Piece(" ", True, False) if p is _BREAK else p for p in pieces], "")
 
     def pieces(
-        self, word: Node, state: State, *, quoted: bool, first: bool = False, assignment: bool = False, glob: bool = False
+        self,
+        word: Node,
+        state: State,
+        *,
+        quoted: bool,
+        first: bool = False,
+        assignment: bool = False,
+        glob: bool = False,
     ) -> list[Any]:
         out: list[Any] = []
         parts = word.get("Parts") or []
@@ -109,7 +116,9 @@ class Expander:
         if prefix == "~":
             home = self.lookup("HOME", state)
             if home is None:
-                return Deferred("the home directory `~` (HOME is not in the environment)", "<~>").placed("", slash + rest)
+                return Deferred("the home directory `~` (HOME is not in the environment)", "<~>").placed(
+                    "", slash + rest
+                )
             if isinstance(home, Deferred):
                 return home.placed("", slash + unescape(rest))
             return home + slash + unescape(rest)
@@ -123,9 +132,12 @@ class Expander:
             if n == 0:
                 return state.arg0
             return state.positional[n - 1] if n <= len(state.positional) else None
-        special = {"#": lambda: str(len(state.positional)), "?": lambda: self.status(state), "-": lambda: "hB"}
-        if name in special:
-            return special[name]()
+        if name == "#":
+            return str(len(state.positional))
+        if name == "?":
+            return self.status(state)
+        if name == "-":
+            return "hB"
         if name in ("$", "!", "_", "RANDOM", "SECONDS", "LINENO", "PPID", "BASHPID", "EPOCHSECONDS"):
             return Deferred(f"`${name}` (the shell's own, at start)", f"<${name}>")
         var = state.get(name)
@@ -179,7 +191,9 @@ class Expander:
             return [Piece(" ".join(names), quoted, True)]
         value = self.scalar(name, index, state, node)
         if node.get("Length"):
-            return [Piece(str(len(value)) if isinstance(value, str) else self.deferred(node, "the length"), quoted, True)]
+            return [
+                Piece(str(len(value)) if isinstance(value, str) else self.deferred(node, "the length"), quoted, True)
+            ]
         if node.get("Slice"):
             value = self.slice_scalar(value, node, state)
         elif node.get("Repl") or node.get("Exp"):
@@ -187,7 +201,7 @@ class Expander:
         return [Piece("" if value is None else value, quoted, True)]
 
     def _spreads(self, part: Node) -> bool:
-        """"$@" or "${ARR[@]}": as many words as there are values (none for none)."""
+        """ "$@" or "${ARR[@]}": as many words as there are values (none for none)."""
         if part.get("Type") != "ParamExp" or part.get("Length"):
             return False
         name = (part.get("Param") or {}).get("Value", "")
@@ -356,7 +370,7 @@ class Expander:
                 state.set(name, str(new))
                 return old if expr.get("Post") else new
             x = self._arith(operand, state, at, depth + 1)
-            return {"!": int(not x), "~": ~x, "-": patterns.wrap(-x), "+": x}[op]
+            return {"!": int(not x), "~": ~x, "-": patterns.wrap(-x), "+": x}[str(op)]
         if kind == "BinaryArithm":
             op = expr.get("Op", "")
             if op == "?":
@@ -367,7 +381,11 @@ class Expander:
             if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
                 name = self._name_of(expr.get("X"), at)
                 y = self._arith(expr.get("Y"), state, at, depth + 1)
-                value = y if op == "=" else patterns.binary(op[:-1], self._var_number(name, state, at, depth), y, self._what(at))
+                value = (
+                    y
+                    if op == "="
+                    else patterns.binary(op[:-1], self._var_number(name, state, at, depth), y, self._what(at))
+                )
                 state.set(name, str(value))
                 return value
             if op in ("&&", "||"):
@@ -385,7 +403,11 @@ class Expander:
 
     def _name_of(self, word: Node | None, at: Node) -> str:
         parts = (word or {}).get("Parts") or []
-        if len(parts) == 1 and parts[0].get("Type") == "Lit" and re.fullmatch(r"[A-Za-z_]\w*", parts[0].get("Value", "")):
+        if (
+            len(parts) == 1
+            and parts[0].get("Type") == "Lit"
+            and re.fullmatch(r"[A-Za-z_]\w*", parts[0].get("Value", ""))
+        ):
             return str(parts[0]["Value"])
         raise self.fail(at, f"cannot assign to `{clip(self.script.source(word or at))}` in an arithmetic expansion")
 
@@ -401,7 +423,12 @@ class Expander:
             return number
         value = self.value(word, state)
         if isinstance(value, Deferred):
-            raise _ArithDeferred(Deferred(f"the arithmetic `{clip(self.script.source(at))}` ({value.why})", f"<$(( {clip(self.script.source(at), 40)} ))>"))
+            raise _ArithDeferred(
+                Deferred(
+                    f"the arithmetic `{clip(self.script.source(at))}` ({value.why})",
+                    f"<$(( {clip(self.script.source(at), 40)} ))>",
+                )
+            )
         return self._text_number(value, state, at, depth)
 
     def _var_number(self, name: str, state: State, at: Node, depth: int) -> int:
@@ -409,7 +436,12 @@ class Expander:
         if value is None or value == "":
             return 0  # bash: an unset or empty name is 0 in arithmetic
         if isinstance(value, Deferred):
-            raise _ArithDeferred(Deferred(f"the arithmetic `{clip(self.script.source(at))}` ({value.why})", f"<$(( {clip(self.script.source(at), 40)} ))>"))
+            raise _ArithDeferred(
+                Deferred(
+                    f"the arithmetic `{clip(self.script.source(at))}` ({value.why})",
+                    f"<$(( {clip(self.script.source(at), 40)} ))>",
+                )
+            )
         return self._text_number(value, state, at, depth)
 
     def _text_number(self, text: str, state: State, at: Node, depth: int) -> int:
@@ -528,8 +560,10 @@ def join(values: list[Any], sep: str) -> Value:
     texts = [v.text if isinstance(v, Piece) else v for v in values]
     deferred = first_deferred(texts)
     if deferred is None:
-        return sep.join(texts)
-    return Deferred(deferred.why, sep.join(str(t) for t in texts), any(isinstance(t, Deferred) and t.splits for t in texts))
+        return sep.join(str(t) for t in texts)
+    return Deferred(
+        deferred.why, sep.join(str(t) for t in texts), any(isinstance(t, Deferred) and t.splits for t in texts)
+    )
 
 
 def split(pieces: list[Any]) -> list[Value]:

@@ -4,6 +4,7 @@ arithmetic of `$(( ))` and `(( ))` on integers, and `test`'s comparisons."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gb10check.errors import ParseError
 
@@ -113,7 +114,7 @@ def ansi_c(text: str) -> str:
             out.append(chr(int(m[0], 16)) if m else "\\x")
             i += 2 + (len(m[0]) if m else 0)
         elif n in "uU":
-            m = re.match(r"[0-9A-Fa-f]{1,%d}" % (4 if n == "u" else 8), text[i + 2 :])
+            m = re.match(r"[0-9A-Fa-f]{1,4}" if n == "u" else r"[0-9A-Fa-f]{1,8}", text[i + 2 :])
             out.append(chr(int(m[0], 16)) if m else "\\" + n)
             i += 2 + (len(m[0]) if m else 0)
         elif n in "01234567":
@@ -131,7 +132,9 @@ def ansi_c(text: str) -> str:
 
 
 # -- integers as bash reads them ---------------------------------------------------------------------------------
-_NUMBER = re.compile(r"^\s*(?P<sign>[-+]?)(?:(?P<base>\d+)#(?P<digits>[0-9A-Za-z@_]+)|0[xX](?P<hex>[0-9a-fA-F]+)|(?P<oct>0[0-7]*)|(?P<dec>[1-9]\d*))\s*$")
+_NUMBER = re.compile(
+    r"^\s*(?P<sign>[-+]?)(?:(?P<base>\d+)#(?P<digits>[0-9A-Za-z@_]+)|0[xX](?P<hex>[0-9a-fA-F]+)|(?P<oct>0[0-7]*)|(?P<dec>[1-9]\d*))\s*$"
+)
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ@_"
 INT64 = 1 << 64
 
@@ -170,7 +173,7 @@ def binary(op: str, x: int, y: int, what: str) -> int:
     """One of bash's binary arithmetic operators on 64-bit integers."""
     if op in ("/", "%") and y == 0:
         raise ParseError(what, "division by 0 in an arithmetic expansion (bash stops the command there)", what)
-    table = {
+    table: dict[str, Callable[[], int]] = {
         "+": lambda: x + y,
         "-": lambda: x - y,
         "*": lambda: x * y,
@@ -199,7 +202,31 @@ def binary(op: str, x: int, y: int, what: str) -> int:
 
 # -- test / [ ] / [[ ]] ---------------------------------------------------------------------------------------
 NUMERIC_TESTS = {"-eq", "-ne", "-lt", "-gt", "-le", "-ge"}
-FILE_TESTS = frozenset("-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S".split())
+FILE_TESTS = frozenset(
+    [
+        "-a",
+        "-b",
+        "-c",
+        "-d",
+        "-e",
+        "-f",
+        "-g",
+        "-h",
+        "-k",
+        "-p",
+        "-r",
+        "-s",
+        "-t",
+        "-u",
+        "-w",
+        "-x",
+        "-G",
+        "-L",
+        "-N",
+        "-O",
+        "-S",
+    ]
+)
 
 
 def numeric(op: str, a: int, b: int) -> bool:

@@ -90,5 +90,7 @@ def parse(text: str, what: str) -> Script:
     try:
         tree = json.loads(done.stdout)
     except ValueError as exc:  # shfmt printed something else: its own fault, said plainly
-        raise ParseError(what, f"the shell parser printed no JSON: {exc}", done.stdout.decode(errors="replace")) from exc
+        raise ParseError(
+            what, f"the shell parser printed no JSON: {exc}", done.stdout.decode(errors="replace")
+        ) from exc
     return Script(text, list(tree.get("Stmts") or []), what)

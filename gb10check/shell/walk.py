@@ -169,7 +169,10 @@ class Reader(Expander):
             return [state]
         if kind == "ArithmCmd":
             if self.posix:  # dash reads `(( x ))` as two subshells around the command `x`: not found
-                self.note(state, f"line {line(cmd)}: `(( ... ))` is bash's; under {self.dialect} it is a command that is not found")
+                self.note(
+                    state,
+                    f"line {line(cmd)}: `(( ... ))` is bash's; under {self.dialect} it is a command that is not found",
+                )
                 state.status = 127
                 return [state]
             value = self.arithmetic(cmd.get("X"), state, cmd)
@@ -177,7 +180,11 @@ class Reader(Expander):
             return self.decided(state, cmd)
         if kind == "TestClause":
             if self.posix:
-                self.note(state, f"line {line(cmd)}: `[[ ... ]]` is bash's; under {self.dialect} `[[` is a command that is not found")
+                self.note(
+                    state,
+                    f"line {line(cmd)}: `[[ ... ]]` is bash's; under {self.dialect} `[[` is a command that is "
+                    "not found",
+                )
                 state.status = 127
                 return [state]
             verdict = self.test_expr(cmd.get("X"), state)
@@ -218,6 +225,7 @@ class Reader(Expander):
             out.append(state)
             return out
         out = []
+        assert x is not None and y is not None
         for first in self.stmt(x, state):
             if first.flow:
                 out.append(first)
@@ -231,7 +239,7 @@ class Reader(Expander):
         parts = []
         for side in (cmd.get("X"), cmd.get("Y")):
             inner = (side or {}).get("Cmd") or {}
-            if inner.get("Type") == "BinaryCmd" and inner.get("Op") in ("|", "|&") and not side.get("Redirs"):
+            if side and inner.get("Type") == "BinaryCmd" and inner.get("Op") in ("|", "|&") and not side.get("Redirs"):
                 parts += self._pipeline_parts(inner)
             elif side:
                 parts.append(side)
@@ -277,7 +285,9 @@ class Reader(Expander):
         what = f"`case {clip(self.script.source(cmd.get('Word') or cmd))}` (line {line(cmd)})"
         return self._case_from(items, 0, subject, state, what, fell=False)
 
-    def _case_from(self, items: list[Node], start: int, subject: Value, state: State, what: str, fell: bool) -> list[State]:
+    def _case_from(
+        self, items: list[Node], start: int, subject: Value, state: State, what: str, fell: bool
+    ) -> list[State]:
         for i in range(start, len(items)):
             item = items[i]
             if fell:
@@ -328,8 +338,10 @@ class Reader(Expander):
     def while_loop(self, cmd: Node, state: State) -> list[State]:
         until = bool(cmd.get("Until"))
         cond, body = cmd.get("Cond") or [], cmd.get("Do") or []
-        what = f"`{'until' if until else 'while'} {clip(' '.join(self.script.source(c) for c in cond))}` (line {line(cmd)})"
-        live, done = [state], []
+        keyword = "until" if until else "while"
+        what = f"`{keyword} {clip(' '.join(self.script.source(c) for c in cond))}` (line {line(cmd)})"
+        live: list[State] = [state]
+        done: list[State] = []
         for _ in range(MAX_ITERATIONS):
             next_live = []
             for s in live:
@@ -401,14 +413,19 @@ class Reader(Expander):
         if loop.get("Type") == "CStyleLoop":
             return self._c_loop(cmd, loop, body, state)
         name = (loop.get("Name") or {}).get("Value", "")
-        items = self.fields_of(loop.get("Items") or [], state) if "Items" in loop or loop.get("InPos") else list(state.positional)
+        items = (
+            self.fields_of(loop.get("Items") or [], state)
+            if "Items" in loop or loop.get("InPos")
+            else list(state.positional)
+        )
         what = f"`for {name} in ...` (line {line(cmd)})"
         if any(isinstance(i, Deferred) and i.splits for i in items):
             state.set(name, Deferred(f"{name}, the loop variable of {what} over words decided at start", f"<${name}>"))
             return [self._loop_leaves(state, body, what)]
         if len(items) > MAX_ITERATIONS:
             raise self.fail(cmd, f"{what} runs more than {MAX_ITERATIONS} times")
-        live, done = [state], []
+        live: list[State] = [state]
+        done: list[State] = []
         for item in items:
             next_live = []
             for s in live:
@@ -463,7 +480,9 @@ class Reader(Expander):
             return
         if node.get("Array") is not None:
             if self.posix:
-                self.note(state, f"line {line(node)}: an array is bash's; under {self.dialect} the script does not parse")
+                self.note(
+                    state, f"line {line(node)}: an array is bash's; under {self.dialect} the script does not parse"
+                )
             values = self._array(node["Array"], state, name, bool(node.get("Append")))
             state.set(name, values, export=export, local=local)
             return
@@ -482,13 +501,17 @@ class Reader(Expander):
             state.set(name, current, export=export, local=local)
             return
         if node.get("Append"):
-            old = self.lookup(name, state)
-            value = join([old or "", value], "")
+            was = self.lookup(name, state)
+            value = join([was or "", value], "")
         state.set(name, value, export=export, local=local)
 
     def _array(self, array: Node, state: State, name: str, append: bool) -> list[Value] | dict[str, Value]:
         old = state.get(name)
-        if isinstance(old.value if old else None, dict) or any(e.get("Index") and (e["Index"].get("Type") == "Word" and not re.fullmatch(r"\d+", self.index_word(e["Index"]) or "")) for e in array.get("Elems") or []):
+        if isinstance(old.value if old else None, dict) or any(
+            e.get("Index")
+            and (e["Index"].get("Type") == "Word" and not re.fullmatch(r"\d+", self.index_word(e["Index"]) or ""))
+            for e in array.get("Elems") or []
+        ):
             assoc: dict[str, Value] = dict(old.value) if old and append and isinstance(old.value, dict) else {}
             for elem in array.get("Elems") or []:
                 key = self.value(elem.get("Index"), state) if elem.get("Index") else str(len(assoc))
@@ -519,7 +542,13 @@ class Reader(Expander):
                     continue
                 if isinstance(word, str) and "=" in word:  # `declare "$x=1"`
                     key, _, value = word.partition("=")
-                    state.set(key, value, export=export or "x" in options or None, local=local or (variant in ("declare", "typeset") and bool(state.frames) and "g" not in options))
+                    state.set(
+                        key,
+                        value,
+                        export=export or "x" in options or None,
+                        local=local
+                        or (variant in ("declare", "typeset") and bool(state.frames) and "g" not in options),
+                    )
                 continue
             if "f" in options:
                 continue
@@ -555,7 +584,10 @@ class Reader(Expander):
             if op in ("<<", "<<-"):
                 hdoc = r.get("Hdoc") or {}
                 delimiter = r.get("Word") or {}
-                quoted = any(p.get("Type") in ("SglQuoted", "DblQuoted") for p in delimiter.get("Parts") or []) or "\\" in self.script.source(delimiter)
+                quoted = any(
+                    p.get("Type") in ("SglQuoted", "DblQuoted") for p in delimiter.get("Parts") or []
+                ) or "\\" in self.script.source(delimiter)
+                text: Value
                 if quoted:
                     text = "".join(p.get("Value", "") for p in hdoc.get("Parts") or [])
                 else:
@@ -570,7 +602,11 @@ class Reader(Expander):
                 target = self.value(r.get("Word"), state)
                 if isinstance(target, str):
                     known = state.files.get(self.path(target, state)) if state.files else None
-                    return known if known is not None else self.files(self.path(target, state)) or Deferred(f"the file {target}", f"<{target}>")
+                    return (
+                        known
+                        if known is not None
+                        else self.files(self.path(target, state)) or Deferred(f"the file {target}", f"<{target}>")
+                    )
         return None
 
     @staticmethod
@@ -595,7 +631,9 @@ class Reader(Expander):
                 if not isinstance(target, str) or target.startswith("/dev/"):
                     continue
                 key = self.path(target, state)
-                text: Value = output if output is not None else Deferred(f"what line {line(r)} writes to {target}", f"<{target}>")
+                text: Value = (
+                    output if output is not None else Deferred(f"what line {line(r)} writes to {target}", f"<{target}>")
+                )
                 if op in (">>", "&>>") and key in state.files:
                     text = join([state.files[key], text], "")
                 state.files[key] = text
@@ -625,11 +663,11 @@ class Reader(Expander):
         if name == "exec":
             if len(argv) == 1:
                 return [state]  # `exec >log 2>&1`: only redirections
-            results = self.run(argv[1:], prefix, state, node, redirs, stdin, background, (*via, "exec"))
-            for r in results:
+            ended = self.run(argv[1:], prefix, state, node, redirs, stdin, background, (*via, "exec"))
+            for r in ended:
                 if not r.flow:
                     r.flow = "exec"
-            return results
+            return ended
         if name in state.functions and not via:
             return self.function(name, argv[1:], prefix, state, node)
         builtin = getattr(self, f"b_{name.replace('.', 'dot').replace('[', 'test').replace(':', 'colon')}", None)
@@ -656,7 +694,17 @@ class Reader(Expander):
                 return inner
         return self.external(argv, prefix, state, node, stdin, background, via)
 
-    def _env(self, argv, prefix, state, node, redirs, stdin, background, via):  # type: ignore[no-untyped-def]
+    def _env(
+        self,
+        argv: list[Value],
+        prefix: dict[str, Value],
+        state: State,
+        node: Node,
+        redirs: list[Node],
+        stdin: Value | None,
+        background: bool,
+        via: tuple[str, ...],
+    ) -> list[State]:
         env_prefix = dict(prefix)
         i, clear = 1, False
         while i < len(argv):
@@ -715,17 +763,30 @@ class Reader(Expander):
         )
         state.ran.append(ran)
         if state.capture is not None:  # its output is part of a $(...) the reader cannot know
-            state.capture.append(Deferred(f"the output of `{clip(self.script.source(node))}` (line {line(node)})", f"<$({clip(self.script.source(node), 40)})>"))
+            state.capture.append(
+                Deferred(
+                    f"the output of `{clip(self.script.source(node))}` (line {line(node)})",
+                    f"<$({clip(self.script.source(node), 40)})>",
+                )
+            )
         state.status = 0  # a command is assumed to work: what is read is the start that works
         return [state]
 
-    def shell_c(self, argv, prefix, state, node, background, via):  # type: ignore[no-untyped-def]
+    def shell_c(
+        self,
+        argv: list[Value],
+        prefix: dict[str, Value],
+        state: State,
+        node: Node,
+        background: bool,
+        via: tuple[str, ...],
+    ) -> list[State] | None:
         """`bash -c SCRIPT NAME ARGS`, `bash FILE ARGS`: the inner script read with the exported environment."""
         shell = posixpath.basename(str(argv[0]))
         i = 1
         text: Value | None = None
-        while i < len(argv) and isinstance(argv[i], str) and argv[i].startswith("-") and argv[i] != "-":
-            opts = argv[i]
+        while i < len(argv) and isinstance(argv[i], str) and str(argv[i]).startswith("-") and argv[i] != "-":
+            opts = str(argv[i])
             i += 1
             if "c" in opts[1:] and not opts.startswith("--"):
                 if i >= len(argv):
@@ -736,14 +797,16 @@ class Reader(Expander):
             if opts in ("-o", "+o") and i < len(argv):
                 i += 1
         arguments = argv[i:]
+        arg0: Value
         if text is None:
-            if not arguments or not isinstance(arguments[0], str):
+            first = arguments[0] if arguments else None
+            if not isinstance(first, str):
                 return None
-            path = self.path(arguments[0], state)
+            path = self.path(first, state)
             text = state.files.get(path) if path in state.files else self.files(path)
             if text is None:
                 return None
-            arg0, arguments = arguments[0], arguments[1:]
+            arg0, arguments = first, arguments[1:]
         else:
             arg0 = arguments[0] if arguments else shell
             arguments = arguments[1:]
@@ -765,14 +828,24 @@ class Reader(Expander):
             cwd=state.cwd,
         )
         outs = []
-        for path in inner.paths:
+        for way in inner.paths:
             out = state.copy()
             out.ran += [
-                Ran(r.argv, r.env, r.line, r.script, (*out.taken, *r.taken), r.background or background, r.stdin, r.cwd, (*via, *r.via))
-                for r in path.ran
+                Ran(
+                    r.argv,
+                    r.env,
+                    r.line,
+                    r.script,
+                    (*out.taken, *r.taken),
+                    r.background or background,
+                    r.stdin,
+                    r.cwd,
+                    (*via, *r.via),
+                )
+                for r in way.ran
             ]
-            out.taken += list(path.taken)
-            out.notes = list(dict.fromkeys([*out.notes, *path.notes]))
+            out.taken += list(way.taken)
+            out.notes = list(dict.fromkeys([*out.notes, *way.notes]))
             out.status = 0
             outs.append(out)
         return outs
@@ -797,7 +870,9 @@ class Reader(Expander):
         return results
 
     def dash_error(self, state: State, node: Node, what: str) -> list[State]:
-        self.note(state, f"line {line(node)}: {what} is bash's; under {self.dialect} the script stops with a syntax error")
+        self.note(
+            state, f"line {line(node)}: {what} is bash's; under {self.dialect} the script stops with a syntax error"
+        )
         state.flow = "exit"
         state.status = 2
         return [state]
@@ -821,7 +896,11 @@ class Reader(Expander):
                 return [state]
             words = words[:-1]
         if self.posix and "==" in words:
-            self.note(state, f"line {line(node)}: `==` inside `[ ]` is bash's; under {self.dialect} test says 'unexpected operator' (false)")
+            self.note(
+                state,
+                f"line {line(node)}: `==` inside `[ ]` is bash's; under {self.dialect} test says 'unexpected "
+                "operator' (false)",
+            )
             state.status = 2
             return [state]
         verdict = test_words(words, state)
@@ -962,11 +1041,17 @@ class Reader(Expander):
         words = [a for a in argv[1:] if not (isinstance(a, str) and a in ("-P", "-L", "-e", "--"))]
         target = words[0] if words else self.lookup("HOME", state)
         if target is None or isinstance(target, Deferred):
-            state.cwd = Deferred(f"the folder `{clip(self.script.source(node))}` (line {line(node)}) changes to", "<cwd>")
+            state.cwd = Deferred(
+                f"the folder `{clip(self.script.source(node))}` (line {line(node)}) changes to", "<cwd>"
+            )
         elif target == "-":
             state.cwd = Deferred("the previous folder (`cd -`)", "<cwd>")
         else:
-            state.cwd = self.path(target, state) if isinstance(state.cwd, str) or target.startswith("/") else Deferred("a folder under one decided at start", "<cwd>")
+            state.cwd = (
+                self.path(target, state)
+                if isinstance(state.cwd, str) or target.startswith("/")
+                else Deferred("a folder under one decided at start", "<cwd>")
+            )
         state.status = 0
         return [state]
 
@@ -979,14 +1064,18 @@ class Reader(Expander):
 
     def b_exit(self, argv, state, node, stdin):  # type: ignore[no-untyped-def]
         state.flow = "exit"
-        state.status = int(argv[1]) if len(argv) > 1 and isinstance(argv[1], str) and argv[1].isdigit() else (state.status or 0)
+        state.status = (
+            int(argv[1]) if len(argv) > 1 and isinstance(argv[1], str) and argv[1].isdigit() else (state.status or 0)
+        )
         if state.subshell:
             state.flow = "exit"
         return [state]
 
     def b_return(self, argv, state, node, stdin):  # type: ignore[no-untyped-def]
         state.flow = "return" if state.frames else "exit"
-        state.status = int(argv[1]) if len(argv) > 1 and isinstance(argv[1], str) and argv[1].isdigit() else (state.status or 0)
+        state.status = (
+            int(argv[1]) if len(argv) > 1 and isinstance(argv[1], str) and argv[1].isdigit() else (state.status or 0)
+        )
         return [state]
 
     def b_break(self, argv, state, node, stdin):  # type: ignore[no-untyped-def]
@@ -1001,7 +1090,11 @@ class Reader(Expander):
 
     def b_source(self, argv, state, node, stdin):  # type: ignore[no-untyped-def]
         if self.posix and argv[0] == "source":
-            self.note(state, f"line {line(node)}: `source` is bash's; under {self.dialect} it is a command that is not found (`.` reads a file)")
+            self.note(
+                state,
+                f"line {line(node)}: `source` is bash's; under {self.dialect} it is a command that is not found "
+                "(`.` reads a file)",
+            )
             state.status = 127
             return [state]
         if len(argv) < 2:
@@ -1015,7 +1108,10 @@ class Reader(Expander):
         if text is None or isinstance(text, Deferred):
             shown = clip(self.script.source(node))
             state.opaque = f"`{shown}` (line {line(node)})"
-            self.note(state, f"line {line(node)}: `{shown}` reads a file the suite did not read: what it sets is decided at start")
+            self.note(
+                state,
+                f"line {line(node)}: `{shown}` reads a file the suite did not read: what it sets is decided at start",
+            )
             state.status = 0
             return [state]
         if self.depth >= MAX_DEPTH:
@@ -1034,7 +1130,9 @@ class Reader(Expander):
     def inline(self, text: str, what: str, arguments: list[Value] | None, state: State) -> list[State]:
         """Another script read in this shell (source, eval): its variables and functions are this shell's."""
         inner = syntax.parse(text, what)
-        reader = Reader(inner, dialect=self.dialect, files=self.files, env_complete=self.env_complete, env_missing=self.env_missing)
+        reader = Reader(
+            inner, dialect=self.dialect, files=self.files, env_complete=self.env_complete, env_missing=self.env_missing
+        )
         reader.depth, reader.forks = self.depth + 1, self.forks
         saved = state.positional
         if arguments:
@@ -1052,7 +1150,11 @@ class Reader(Expander):
         names = [a for a in argv[1:] if isinstance(a, str) and re.fullmatch(r"[A-Za-z_]\w*", a)]
         skip = {"-d", "-n", "-N", "-p", "-t", "-u", "-a", "-i"}
         words = list(argv[1:])
-        names = [w for i, w in enumerate(words) if isinstance(w, str) and re.fullmatch(r"[A-Za-z_]\w*", w) and not (i and words[i - 1] in skip)]
+        names = [
+            w
+            for i, w in enumerate(words)
+            if isinstance(w, str) and re.fullmatch(r"[A-Za-z_]\w*", w) and not (i and words[i - 1] in skip)
+        ]
         for name in names or ["REPLY"]:
             state.set(name, Deferred(f"{name}, read at line {line(node)}", f"<${name}>"))
         state.status = None
@@ -1144,8 +1246,45 @@ class Reader(Expander):
 
 
 BUILTINS = frozenset(
-    ": true false test [ echo printf cat tee pwd basename dirname export unset shift set cd pushd popd exit return "
-    "break continue source . eval read mapfile readarray getopts local trap wait shopt umask hash ulimit".split()
+    [
+        ":",
+        "true",
+        "false",
+        "test",
+        "[",
+        "echo",
+        "printf",
+        "cat",
+        "tee",
+        "pwd",
+        "basename",
+        "dirname",
+        "export",
+        "unset",
+        "shift",
+        "set",
+        "cd",
+        "pushd",
+        "popd",
+        "exit",
+        "return",
+        "break",
+        "continue",
+        "source",
+        ".",
+        "eval",
+        "read",
+        "mapfile",
+        "readarray",
+        "getopts",
+        "local",
+        "trap",
+        "wait",
+        "shopt",
+        "umask",
+        "hash",
+        "ulimit",
+    ]
 )
 
 

@@ -20,7 +20,7 @@ GPU = "tests_preflight/test_container_gpu.py::test_gpu_visible_in_container"
 LINK = "tests_network/test_roce_links.py::test_roce_link_up"
 MODEL = "tests_service/test_models.py::test_served_model[thinkstationpgx-30]"
 SSH = "tests_preflight/test_ssh_mesh.py::test_passwordless_ssh_over_qsfp"
-LINT = "tests_preflight/test_compose_lint.py::test_compose_rule"
+LINT = "tests_preflight/test_launch_rules.py::test_launch_rule"
 P = "tests_preflight/"
 R0, R1 = "thinkstationpgx-30", "thinkstationpgx-32"
 
@@ -116,6 +116,21 @@ def _difference(found: dict[str, set[str]], expected: dict[str, set[str]]) -> st
     return "\n".join(lines) + "\n"
 
 
+def _advisories_as_expected(scenario, expect, ids: set[str], run) -> None:
+    """Exactly the checks the scenario names record an advisory (what costs speed), each saying what its
+    phrase says; the advice it names is there (other checks may advise too: advice is never a verdict)."""
+    rows = {r["test"]: r.get("advisories", []) for r in run.summary["checks"]}
+    for kind, wanted in (("advisory", expect.advisories), ("advice", expect.advice)):
+        expected = {tid: [phrase] for tid, phrase in wanted.items()}
+        resolved = expected_failures(type(expect)(fails=expected), ids, scenario)
+        found = {tid for tid, items in rows.items() if any(a["kind"] == kind for a in items)}
+        if kind == "advisory":
+            assert found == set(resolved), f"advisories: found {sorted(found)}, expected {sorted(resolved)}\n{run.out}"
+        for tid, (phrase,) in ((t, tuple(p)) for t, p in resolved.items()):
+            said = [f"{a['found']}: {a['why']}" for a in rows.get(tid, []) if a["kind"] == kind]
+            assert any(phrase in s for s in said), (tid, kind, phrase, said)
+
+
 @pytest.mark.parametrize("scenario", builtin_names())
 def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids):
     """Each builtin scenario states in its file what it breaks and what must fail ([expect]), its
@@ -140,6 +155,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
         assert reason in skipped.get(tid, ""), (tid, skipped.get(tid))
     if skips:
         assert set(skipped) == set(skips), skipped
+    _advisories_as_expected(loaded, expect, ids, run)
     assert sim_leftovers(run.pid) == []
     jsonschema.validate(run.summary, SCHEMA)  # every scenario's summary.json has the documented shape
     # the terminal run ends with the troubleshooting section for what failed

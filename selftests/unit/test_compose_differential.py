@@ -14,6 +14,7 @@ how; the suite follows v2.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import tomllib
@@ -24,8 +25,8 @@ import pytest
 from gb10check.compose import ComposeService, parse_compose_config
 from gb10check.compose_fallback import load_service, parse_dotenv
 from gb10check.errors import ParseError
+from gb10check.launch.container_command import argv_of, container_started
 from gb10check.probes import DEFAULT_NAMES, OVERRIDE_NAMES
-from gb10check.vllm_command import shell_script, vllm_runs
 
 PROJECT = Path(__file__).resolve().parents[2]
 CASES = PROJECT / "selftests" / "data" / "compose_cases"
@@ -57,12 +58,21 @@ def _fallback(folder: Path, container: str) -> ComposeService:
 
 
 def _runs(service: ComposeService) -> object:
-    """What the container's command runs with its environment, or the refusal, as data."""
+    """What the container's command starts with its environment, or the refusal, as data."""
     try:
-        script, arguments, shell = shell_script(service.script_argv)
-        return [(r.argv, r.environment) for r in vllm_runs(script, service.environment, arguments, shell)]
+        argv = argv_of(_words(service.get("entrypoint")), _words(service.get("command")), ("vllm", "serve"), None)
+        launch = container_started(
+            argv, dict(service.environment), what="c", files=lambda _p: None, env_complete=True, env_missing=""
+        )
+        return [(launch.vllm.argv, launch.env)] if launch.vllm else [("no vllm", launch.notes)]
     except ParseError as exc:
         return f"refused: {exc}"
+
+
+def _words(value: object) -> list[str] | None:
+    if value is None:
+        return None
+    return [str(v) for v in value] if isinstance(value, list) else shlex.split(str(value))
 
 
 def _fields(service: ComposeService) -> dict[str, object]:
@@ -129,13 +139,12 @@ def test_the_fallback_reads_each_case_as_docker_compose_does(folder, tmp_path):
 def test_the_script_reader_follows_what_the_cases_say():
     """Spot checks that the agreement above is agreement on the right answer."""
     exports = _fallback(CASES / "script-exports", "vllm")
-    [run] = vllm_runs(shell_script(exports.script_argv)[0], exports.environment)
-    env = run.environment
+    [(_, env)] = _runs(exports)  # type: ignore[misc]
     assert env["NCCL_IB_HCA"] == "=rocep1s0f0,roceP2p1s0f0" and env["NCCL_IB_GID_INDEX"] == "3"
     assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_SOCKET_IFNAME"] == "enp1s0f0np0" and "LOCAL_ONLY" not in env
     multiline = _fallback(CASES / "script-multiline-quotes", "vllm")
-    [run] = vllm_runs(shell_script(multiline.script_argv)[0], multiline.environment)
-    assert run.argv == ("org/m", "--tensor-parallel-size", "2", "--max-num-seqs", "8", "--port", "20001")
+    [(argv, _)] = _runs(multiline)  # type: ignore[misc]
+    assert argv == ("org/m", "--tensor-parallel-size", "2", "--max-num-seqs", "8", "--port", "20001")
     [(argv, _)] = _runs(_fallback(CASES / "entrypoint-script-with-arguments", "vllm"))  # type: ignore[misc]
     assert argv == ("org/m", "--tensor-parallel-size", "2", "--served-model-name", "two words", "--port", "8000")
     bare = _fallback(CASES / "bare-name-list", "vllm")
@@ -143,7 +152,18 @@ def test_the_script_reader_follows_what_the_cases_say():
     booleans = _fallback(CASES / "yaml-booleans", "vllm").environment
     assert (booleans["A"], booleans["C"], booleans["E"], booleans["G"]) == ("yes", "true", "1.5", "1:30")
     assert [argv for argv, _ in _runs(_fallback(CASES / "script-case-rank", "vllm"))] == [("org/m", "--headless")]
-    assert _runs(_fallback(CASES / "script-loop-refused", "vllm")) == (
-        "refused: cannot parse the container command: line 1: a for loop that runs vLLM or sets variables "
-        "cannot be followed; output was 'for i in 1 2; do vllm serve org/m; done\\n'"
+    loop = container_started(
+        argv_of(
+            _words(_fallback(CASES / "script-loop", "vllm").get("entrypoint")),
+            _words(_fallback(CASES / "script-loop", "vllm").get("command")),
+            None,
+            None,
+        ),
+        {},
+        what="c",
+        files=lambda _p: None,
+        env_complete=True,
+        env_missing="",
     )
+    assert loop.vllm is not None and loop.vllm.argv == ("org/m",)
+    assert any("once it exits, line 1 starts another" in n for n in loop.notes)

@@ -68,8 +68,8 @@ def test_every_hint_a_test_names_is_in_the_catalogue():
     assert not missing, f"tests name hint ids the catalogue lacks: {missing}"
 
 
-def test_every_compose_rule_hint_is_in_the_catalogue():
-    from gb10check.compose_rules import RULES
+def test_every_launch_rule_hint_is_in_the_catalogue():
+    from gb10check.launch.rules import RULES
 
     ids = Catalogue.load().ids
     assert len({r.id for r in RULES}) == len(RULES)
@@ -154,6 +154,7 @@ def _example_contexts():
         "ufw_port": ["20001"],
         "ping_size": "1472",
         "peer_ip": "169.254.159.206",
+        "set_at": "/home/lenovo/vllm/qwen3.8-flash-next-compose.yml:33 (environment)",
     }
     reads = root_reads(["/etc/netplan/40-cx7.yaml"])
     return inv, [context_for(inv, n.name, root_reads=reads, rail="enp1s0f0np0", extra=extra) for n in inv.nodes]

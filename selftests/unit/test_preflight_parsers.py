@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from gb10check.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_que
 from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
 from gb10check.snapshot import Snapshot
 from gb10check.transport import CommandResult
-from gb10check.vllm_command import rank_run, vllm_runs
 from selftests.conftest import DATA
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
@@ -72,60 +70,9 @@ def test_sizes_are_binary_as_docker_reads_them(text, size):
     assert parse_size(text, "x") == size
 
 
-def test_each_rank_runs_its_branch():
-    for rank in (0, 1):
-        env = {**ENV0, "NODE_RANK": str(rank)}
-        svc = load_service(
-            COMPOSE, env, container="vllm-qwen38", what="c", compose_dir="/d", env_files={"/d/.env": env}
-        )
-        run = rank_run(svc, rank, "c")
-        assert run.model == "Qwen/Qwen3.8-Flash-Next-FP8"
-        assert run.value("--node-rank") == str(rank) and run.value("--master-addr") == "169.254.94.252"
-        assert run.has("--headless") == (rank == 1)
-        assert run.value("-cc.cudagraph_mode") == "FULL_DECODE_ONLY"
-    assert svc.restart == "no" and svc.memory_limit == 105 * GIB and svc.ulimit("memlock") == (-1, -1)
-
-
 def test_bare_no_restart_reads_as_compose_does():
     svc = load_service("services:\n  a:\n    restart: no\n    image: x\n", {}, container=None, what="c")
     assert svc.restart == "no"
-
-
-def test_script_conditions_elif_and_unknowns():
-    script = 'if [ "$R" -eq 0 ]; then vllm serve a --port 1; elif [ "$R" = 1 ]; then vllm serve b --headless; fi'
-    assert [r.model for r in vllm_runs(script, {"R": "1"})] == ["b"]
-    assert vllm_runs(script, {"R": "2"}) == []
-    with pytest.raises(ParseError, match="cannot evaluate"):
-        vllm_runs(script, {})  # R not in the container's environment: never a guess
-    with pytest.raises(ParseError, match="without `fi`"):
-        vllm_runs("if [ 1 = 1 ]; then vllm serve a", {})
-
-
-@pytest.mark.parametrize(
-    ("script", "refusal"),
-    [
-        ("serve() { vllm serve m; }\nserve", "a function that runs vLLM"),
-        ("while true; do vllm serve m; done", "a while/until loop that runs vLLM"),
-        ("M=$(cat /model)\nvllm serve $M", "the command substitution `$(cat /model)` decides an argument"),
-        ("false || vllm serve m", "runs only when the command before it fails"),
-        ('vllm serve "m', "bash cannot parse it"),
-    ],
-)
-def test_what_the_script_reader_cannot_follow_is_named(script, refusal):
-    with pytest.raises(ParseError, match=re.escape(refusal)):
-        vllm_runs(script, {})
-
-
-def test_the_script_reader_follows_waits_exports_and_prefixes():
-    script = (
-        "set -euo pipefail\n"
-        "until nc -z 10.0.0.1 29500; do sleep 1; done  # wait for rank 0 (a loop that sets nothing)\n"
-        "export NCCL_DEBUG\nNCCL_DEBUG=WARN\nLOCAL=1\nHOST=$(hostname)\n"
-        "nvidia-smi && NCCL_IB_HCA==a,b exec vllm serve m --tag ${LOCAL:-x}-${UNSET:-d} 2>&1 | tee /tmp/log\n"
-    )
-    [run] = vllm_runs(script, {"NODE_RANK": "0"})
-    assert run.argv == ("m", "--tag", "1-d")
-    assert run.environment == {"NODE_RANK": "0", "NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "=a,b"}
 
 
 def test_compose_garbage_is_a_parse_error():

@@ -35,7 +35,7 @@ def test_a_nodes_env_with_another_rank_comes_before_the_compose_and_the_repeated
     """node-rank-repeated on a 3-ring: rank 2's .env says NODE_RANK=1, so its compose resolves --node-rank 1
     and two nodes claim rank 1; the run meets the compose rule first, the .env is what to edit."""
     rows = [
-        {"test": "tests_preflight/test_compose_lint.py::test_compose_rule[c-topology]", "verdict": "failed",
+        {"test": "tests_preflight/test_launch_rules.py::test_launch_rule[c-topology]", "verdict": "failed",
          "hints": ["distributed-args-wrong"]},
         {"test": "tests_preflight/test_deployment_files.py::test_env_names_this_node[c]", "verdict": "failed",
          "hints": ["env-mismatch"]},
