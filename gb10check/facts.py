@@ -9,7 +9,7 @@ import posixpath
 
 from gb10check import compose, compose_fallback, probes, redact
 from gb10check import inventory as inv
-from gb10check.errors import CommandTimeout, ComposeRejected, GB10Error, clip
+from gb10check.errors import CommandTimeout, ComposeRejected, GB10Error, ParseError, clip
 from gb10check.launch.from_compose import compose_plan
 from gb10check.launch.plan import LaunchPlan
 from gb10check.parsers.docker import Container, Image
@@ -38,6 +38,19 @@ def dotenv(snap: Snapshot, inventory: inv.Inventory) -> dict[str, str]:
     )
 
 
+def _env_file_line(snap: Snapshot, inventory: inv.Inventory, said: str) -> str:
+    """Compose names the env file's line it refuses ("line 8: key cannot contain a space"); gb10check's
+    reader of the same file quotes it (masked), so the operator sees the line without opening the file."""
+    path = inventory.env_file_of(snap.node) or ".env"
+    if posixpath.basename(path) not in said or probes.DOTENV.name not in snap.results:
+        return ""
+    try:
+        dotenv(snap, inventory)
+    except GB10Error as e:
+        return f" (gb10check's reader: {e})" if isinstance(e, ParseError) else ""
+    return ""
+
+
 def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.ComposeService:
     """The compose's vLLM service as the node's Docker Compose will create it (with this node's env file and
     launcher's shell); gb10check's own reader where the node has no Compose plugin (`reader` says which)."""
@@ -56,7 +69,7 @@ def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.Compose
         if not no_plugin and res.rc != 0:
             raise ComposeRejected(
                 f"{snap.node}: docker compose rejects {deployment.compose_file} (`docker compose up` would too): "
-                f"{clip(res.stderr.strip(), 400)}"
+                f"{clip(res.stderr.strip(), 400)}{_env_file_line(snap, inventory, res.stderr)}"
             )
         if not no_plugin:
             service = snap.fact(

@@ -62,7 +62,7 @@ def test_launch_rule(rule_on_node, cluster, inventory, deployment, evidence):
         verdict = rule.check(ctx)
     except NotApplicable as exc:
         pytest.skip(str(exc))
-    what = f"{plan.launcher} ({plan.read_by}): {rule.what}"
+    what = f"{plan.launcher} (read by {plan.read_by}): {rule.what}"
     where = f"set at {verdict.where}" if verdict.where else ""
     strict = verdict.outcome == "advisory" and inventory.rules.is_strict(rule.id)
     if verdict.outcome in ("advisory", "advice") and not strict:

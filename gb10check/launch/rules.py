@@ -267,23 +267,24 @@ def _ends(ctx: Context, what: str) -> list[inv.Member]:
 
 
 def _devices(ctx: Context) -> tuple[list[str], list[str], str]:
-    """(every RDMA device of the node, those with an ACTIVE Ethernet port, where that was read)."""
+    """(every RDMA device of the node, those with an ACTIVE port, where that was read)."""
     if ctx.ports is not None:
         every = sorted(ctx.ports)
-        active = sorted(d for d, p in ctx.ports.items() if p.active)
-        return every, active, f"{ctx.node}'s RDMA ports"
+        return every, [d for d in every if ctx.ports[d].active], f"{ctx.node}'s RDMA ports"
     devices = sorted({m.rdma_device for _, m in ctx.inventory.members_of(ctx.node)})
     return devices, devices, "the inventory's devices (offline: the node was not read)"
 
 
 def _ib_hca(ctx: Context) -> Verdict:
     """NCCL's HCA filter (src/misc/utils.cc matchIfList: prefixes unless `=`, `^` excludes) over the node's
-    devices; NCCL's IB transport then uses only the ports that are ACTIVE (net_ib ncclIbInitDevices)."""
+    devices. NCCL's IB transport uses only ACTIVE ports (net_ib ncclIbInitDevices): a device off the rails
+    counts only when its port is up; a rail's device that is down still counts as chosen, since its link
+    is the link checks' finding (roce-link-down), not the configuration's."""
     ends = _ends(ctx, "NCCL_IB_HCA")
     value = ctx.plan.env("NCCL_IB_HCA")
     every, active, read = _devices(ctx)
-    chosen = [d for d in ib_hca_selects(value, every) if d in active]
     wanted = sorted({m.rdma_device for m in ends})
+    chosen = [d for d in ib_hca_selects(value, every) if d in active or d in wanted]
     missing = [d for d in wanted if d not in chosen]
     extra = [d for d in chosen if d not in wanted]
     shown = value if value is not None else "unset (every device)"
@@ -295,7 +296,7 @@ def _ib_hca(ctx: Context) -> Verdict:
             "fail",
             expected,
             found,
-            "no active device matches: NCCL's IB transport has nothing to use and the collectives run over TCP "
+            "no device matches: NCCL's IB transport has nothing to use and the collectives run over TCP "
             "sockets (NET/Socket), or NCCL stops when NCCL_IB_DISABLE or NCCL_NET pins IB",
             where,
         )
@@ -385,7 +386,9 @@ def _merge_nics(ctx: Context) -> Verdict:
 
 
 def _up_with_ipv4(dev: Netdev | None) -> bool:
-    return dev is not None and dev.admin_up and dev.carrier and bool(dev.addresses)
+    """Set up (the UP flag) with an IPv4 address. Carrier is not asked: a cable or a peer that is down darkens
+    the netdev, and that is the link checks' finding (roce-link-down, node-unreachable), not the setting's."""
+    return dev is not None and dev.admin_up and bool(dev.addresses)
 
 
 def _socket_ifname(ctx: Context) -> Verdict:
@@ -801,7 +804,7 @@ RULES: tuple[Rule, ...] = (
         "the RDMA devices NCCL uses",
         "nccl-hca-incomplete",
         _ib_hca,
-        "NCCL src/misc/utils.cc matchIfList; net_ib ncclIbInitDevices (ACTIVE ports)",
+        "NCCL src/misc/utils.cc matchIfList (prefix list, = exact, ^ excludes); net_ib ncclIbInitDevices",
     ),
     Rule(
         "ib-merge-nics",

@@ -34,15 +34,17 @@ READS = [
     r"ip -j -d addr",
     r"ip -j route",
     r"id -un",
+    r'getent ahostsv4 "\$\(hostname\)"',  # what Gloo's hostname resolves to (a loopback first is a fault)
     r"id -Gn",
     r"systemctl is-enabled [\w.-]+",
     r"ufw status verbose",
     rf"docker (info|image ls) --format {QUOTED}",
     rf"docker (image|container) inspect {PATH}(:{PATH})?",
     rf"docker exec {C_LOCALE} {PATH} nvidia-smi -L",
-    # Compose prints its view of the files; `config` creates nothing
-    rf"cd {PATH} && docker compose version --short && docker compose( -f {PATH})?( --env-file {PATH})? "
-    r"config --format json",
+    # Compose prints its view of the files, with the launcher's shell variables and the service it starts;
+    # `config` creates nothing
+    rf"cd {PATH} && docker compose version --short && (\w+=([\w@%+=:,./-]+|{QUOTED}) )*docker compose( -f {PATH})?"
+    rf"( --env-file {PATH})? config --format json( {PATH})?",
     r"ssh -n -o BatchMode=yes -o ConnectTimeout=\d+ -o StrictHostKeyChecking=yes -o PasswordAuthentication=no "
     rf"{PATH} true",
     rf"ping -n -c \d+ -i [\d.]+ -W \d+ -M do -s \$\(\( \$\(cat /sys/class/net/{PATH}/mtu\) - 28 \)\) -I {PATH} {PATH}",

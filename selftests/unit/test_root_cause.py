@@ -37,7 +37,7 @@ def test_a_nodes_env_with_another_rank_comes_before_the_compose_and_the_repeated
     rows = [
         {"test": "tests_preflight/test_launch_rules.py::test_launch_rule[c-topology]", "verdict": "failed",
          "hints": ["distributed-args-wrong"]},
-        {"test": "tests_preflight/test_deployment_files.py::test_env_names_this_node[c]", "verdict": "failed",
+        {"test": "tests_preflight/test_launch_rules.py::test_launch_rule[c-host-ip]", "verdict": "failed",
          "hints": ["env-mismatch"]},
         {"test": "tests_preflight/test_launch_plan.py::test_node_rank_unique", "verdict": "failed",
          "hints": ["node-rank-repeated"]},
