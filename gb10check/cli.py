@@ -137,9 +137,12 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
+        "       gb10check explain [FILE|-] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean",
         epilog=f"""stages:
 {stages}
+  explain    read a vLLM log (a file, or - for stdin: `docker logs` piped in, pasted text), offline: the
+             troubleshooting rows it matches, each with its line and what to do (--json for tools)
   sim        the simulated cluster by hand (needs root): up [SCENARIO], list, clean (removes the
              clusters whose owner is gone, names those in use)
 
@@ -181,6 +184,10 @@ def _main(args: list[str]) -> int:
         _parser().print_help()
         return 0 if args else 4
     stage, rest = args[0], args[1:]
+    if stage == "explain":  # offline: no suite, no inventory
+        from gb10check.explain import main as explain_main
+
+        return explain_main(rest)
     root = suite_root()
     sys.path.insert(0, str(root))  # the sim, and the settings (fixtures/settings.py) naming what each option takes
     if stage == "sim":
@@ -189,7 +196,7 @@ def _main(args: list[str]) -> int:
         return sim_main(rest, prog="gb10check sim")
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
-        print(f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'sim'])}", file=sys.stderr)
+        print(f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'explain', 'sim'])}", file=sys.stderr)
         return 4
     cwd = Path.cwd()
     try:

@@ -6,6 +6,7 @@ finish_reason reads (`length`: the answer was cut short, whatever else it shows)
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,16 @@ from gb10check.asks import Ask
 from gb10check.errors import GB10Error, ServiceError, clip
 from gb10check.facts import container
 from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import LogLine, Reached, Stop, meaningful_text, serving_since, stops
+from gb10check.parsers.vllm_log import (
+    LogLine,
+    Reached,
+    Stop,
+    connected,
+    meaningful_text,
+    serving_since,
+    stops,
+    tuning,
+)
 from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
@@ -49,13 +59,27 @@ def findings_in(node: str, lines: list[LogLine], catalogue: Catalogue) -> list[F
 # must cover (the faster ranks wait in the first collective while a slower one loads its weights); once
 # the rank served, a rank stopped.
 STARTING = {"rank-wedged": "distributed-timeout-short"}
+# A Gloo or c10d timeout once the ranks had connected is no address family's and no firewall's: it came at
+# the distributed timeout's bound, while a rank was loading (the skew) or after one stopped.
+CONNECTED = {"gloo-ipv6-timeout": ("distributed-timeout-short", "rank-wedged")}
+_TIMEOUT = re.compile(r"timed out|timeout", re.IGNORECASE)  # not a connection refused (connectFullMesh failed)
+# vLLM's shared-memory broadcast waiting on a worker (shm_broadcast.py) while the start compiles or tunes is
+# that work, not a wedged rank (vLLM's own message names compilation as a cause)
+TUNING = {"shm-broadcast-stall": "startup-retuning"}
 
 
 def by_phase(hint_id: str, lines: list[LogLine], index: int | None) -> str:
-    """The hint of a finding at `index` of the log, by whether the rank had started then."""
-    if hint_id not in STARTING or index is None or index >= serving_since(lines):
+    """The hint of a finding at `index` of the log, by whether the rank had connected and started then."""
+    if index is None:
         return hint_id
-    return STARTING[hint_id]
+    started = index >= serving_since(lines)
+    if hint_id in STARTING and not started:
+        return STARTING[hint_id]
+    if hint_id in CONNECTED and _TIMEOUT.search(lines[index].text) and connected(lines[:index]):
+        return CONNECTED[hint_id][started]
+    if hint_id in TUNING and not started and tuning(lines[: index + 1]) is not None:
+        return TUNING[hint_id]
+    return hint_id
 
 
 def log_findings(snapshots: dict[str, Snapshot], catalogue: Catalogue) -> list[Finding]:

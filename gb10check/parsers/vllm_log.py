@@ -1,49 +1,87 @@
-"""The vLLM container's log (`docker logs --timestamps`), read for what it says about startup and
-the fabric. Formats from vLLM's own logger calls (reference: vllm.log_format_strings) and NCCL's.
+"""The vLLM container's log, read for what it says about startup and the fabric: from `docker logs
+--timestamps` (the service stage's probe) or as users have it (a file, text pasted from an issue thread).
+Formats from vLLM's own logger calls (reference: vllm.log_format_strings) and NCCL's.
 
-Each line starts with Docker's RFC 3339 timestamp; vLLM's own prefix ("(APIServer pid=1) INFO
-12-03 10:00:00 [file.py:12] ...", maybe wrapped in ANSI colours) follows. Pure.
+A line may carry, in this order, `docker compose logs`' service prefix ("vllm-1  | "), Docker's RFC 3339
+timestamp, and the process's own prefix ("(APIServer pid=1)", "(EngineCore_DP0 pid=93)", Ray's
+"(RayWorkerWrapper pid=812, ip=10.0.0.2)"), maybe in ANSI colours; any may be missing. Pure, and never
+refuses a log: what a line does not carry is None.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from gb10check.errors import ParseError
 from gb10check.parsers import bounded_line
 
 _STAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ?(?P<text>.*)$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s+\| ?")
+_PROCESS = re.compile(r"^\s*\((?P<process>[A-Za-z_]\w*(?: pid=\d+)?(?:, ip=[0-9A-Fa-f.:]+)?)\)\s")
+# a line that starts a record of its own (so a line before it of the wrap width was not wrapped)
+_RECORD = re.compile(r"^\s*(?:\(|\[|\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|\S+:\d+:\d+ \[\d+\])")
 # transformers' processor warnings every Qwen3 start prints: noise, never a fault (the field report's)
 NOISE = re.compile(r"min_frames|max_frames")
+WRAP_MIN = 60  # a terminal narrower than this is not one a log is copied from
 
 
 @dataclass(frozen=True)
 class LogLine:
-    at: datetime | None
-    text: str
+    at: datetime | None  # Docker's timestamp, if the line (or the one it continues) had one
+    text: str  # without the compose prefix, the timestamp and the colours; the process prefix kept
+    number: int = 0  # where it starts in the text read, 1-based (0: not from a text)
+    process: str | None = None  # "EngineCore_DP0 pid=93", "RayWorkerWrapper pid=812, ip=10.0.0.2"
+
+
+def _stamp(value: str) -> datetime | None:
+    stamp = re.sub(r"\.(\d{6})\d+", r".\1", value.replace("Z", "+00:00"))  # Docker: ns; Python: µs
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+
+
+def _wrap_width(raws: list[str]) -> int | None:
+    """The width a terminal wrapped the text at: the longest line's length, when at least three lines have
+    it exactly (a wrapped copy cuts every long line there); else None."""
+    lengths = Counter(len(r) for r in raws if len(r) >= WRAP_MIN)
+    if not lengths:
+        return None
+    width = max(lengths)
+    return width if lengths[width] >= 3 else None
 
 
 def parse_docker_log(text: str) -> list[LogLine]:
-    """`docker logs --timestamps` output: every non-empty line stamped (a line without a stamp
-    continues the previous one, as a wrapped traceback does). A line longer than MAX_LINE keeps its
-    first MAX_LINE characters and says how many more it had: every pattern is matched on the line."""
+    """A vLLM log as Docker, Compose or a terminal gave it. Every non-empty line is read: a line longer than
+    MAX_LINE keeps its first MAX_LINE characters and says how many more it had; a line a terminal wrapped is
+    joined again; a line without a timestamp after stamped ones keeps the time of the one before (a
+    traceback's continuation). Carriage returns (progress bars) keep what was drawn last."""
+    raws = [_ANSI.sub("", bounded_line(raw).rstrip("\r").rsplit("\r", 1)[-1]) for raw in text.split("\n")]
+    compose = sum(1 for r in raws if _COMPOSE.match(r)) * 2 >= max(1, sum(1 for r in raws if r.strip()))
+    width = _wrap_width(raws)
     out: list[LogLine] = []
-    for raw in text.splitlines():
-        raw = bounded_line(raw)
+    joined = False
+    for number, raw in enumerate(raws, 1):
+        wrapped = width is not None and len(raw) == width
+        if compose:
+            raw = _COMPOSE.sub("", raw, count=1)
         if not raw.strip():
+            joined = False
             continue
         m = _STAMP.match(raw)
-        if m is None:
-            if not out:
-                raise ParseError("docker logs --timestamps", "the first line has no RFC 3339 timestamp", text)
-            out.append(LogLine(out[-1].at, _ANSI.sub("", raw)))
-            continue
-        stamp = m["ts"].replace("Z", "+00:00")
-        stamp = re.sub(r"\.(\d{6})\d+", r".\1", stamp)  # Docker prints nanoseconds; Python takes micro
-        out.append(LogLine(datetime.fromisoformat(stamp), _ANSI.sub("", m["text"])))
+        at, body = (_stamp(m["ts"]), m["text"]) if m else (None, raw)
+        if joined and m is None and not _RECORD.match(body) and out:
+            prev = out[-1]
+            out[-1] = LogLine(prev.at, bounded_line(prev.text + body), prev.number, prev.process)
+        else:
+            if m is None and out:
+                at = out[-1].at
+            p = _PROCESS.match(body)
+            out.append(LogLine(at, body, number, p["process"] if p else None))
+        joined = wrapped
     return out
 
 
@@ -172,6 +210,45 @@ def nccl_transport(lines: list[LogLine]) -> NcclTransport | None:
     return found
 
 
+@dataclass(frozen=True)
+class Channels:
+    """How NCCL connected its channels to the other nodes, as its INFO lines say (NCCL_DEBUG=INFO)."""
+
+    network: str | None  # "IB", "Socket", "IBext_v10" (a plugin): `Using network X`, else the channels' own
+    via: dict[str, int]  # per network transport ("NET/IB", "NET/IBext_v10", "NET/Socket"): channels using it
+    line: str  # the line that shows the network in use (the first Socket one, where any)
+
+    @property
+    def sockets(self) -> bool:
+        return self.network == "Socket" or "NET/Socket" in self.via
+
+
+# NCCL src/transport/net.cc: "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s" (the net's name:
+# IB, Socket, or a plugin's such as IBext_v10); src/init.cc: "Using network %s"
+_CHANNEL = re.compile(r"Channel \d+/\d+ : \d+\[\w+\] -> \d+\[\w+\] \[(?:send|receive)\] via (?P<via>NET/[A-Za-z]\w*)")
+_USING_NETWORK = re.compile(r"NCCL INFO Using network (?P<net>\w+)")
+
+
+def nccl_channels(lines: list[LogLine]) -> Channels | None:
+    """NCCL's network and its channels over it; None when the log shows neither (NCCL_DEBUG unset)."""
+    network, via, shown = None, Counter[str](), ""
+    for line in lines:
+        m = _USING_NETWORK.search(line.text)
+        if m:
+            network = m["net"]
+            if not shown or network == "Socket":
+                shown = line.text.strip()
+            continue
+        c = _CHANNEL.search(line.text)
+        if c:
+            via[c["via"]] += 1
+            if not shown or (c["via"] == "NET/Socket" and "Socket" not in shown):
+                shown = line.text.strip()
+    if network is None and not via:
+        return None
+    return Channels(network, dict(via), shown)
+
+
 _NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\d+\.\d+\.\d+)|NCCL version (?P<w>\d+\.\d+\.\d+)")
 
 
@@ -265,3 +342,17 @@ def tuning(lines: list[LogLine]) -> Reached | None:
         if _TUNING.search(lines[index].text):
             return Reached("compiling and tuning kernels", lines[index].at, lines[index].text.strip(), index)
     return None
+
+
+# The ranks had connected: vLLM assigned this rank its place (after torch.distributed's init), NCCL finished
+# a communicator's init, or Gloo's full mesh came up (format strings: vLLM parallel_state.py, NCCL
+# src/init.cc "Init COMPLETE", Gloo's "[Gloo] Rank %d is connected to %d peer ranks")
+_CONNECTED = re.compile(
+    r"rank \d+ in world size \d+ is assigned as|NCCL INFO ncclCommInitRank.*Init COMPLETE"
+    r"|\[Gloo\] Rank \d+ is connected to \d+ peer ranks"
+)
+
+
+def connected(lines: list[LogLine]) -> bool:
+    """True when the log shows the ranks connected to each other."""
+    return any(_CONNECTED.search(line.text) for line in lines)
