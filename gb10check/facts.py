@@ -10,9 +10,12 @@ import posixpath
 from gb10check import compose, compose_fallback, probes, redact
 from gb10check import inventory as inv
 from gb10check.errors import CommandTimeout, ComposeRejected, GB10Error, ParseError, clip
+from gb10check.launch.docker_run import DockerRun, run_plan
 from gb10check.launch.from_compose import compose_plan
+from gb10check.launch.from_script import ScriptStart, read_script, started_by
 from gb10check.launch.plan import LaunchPlan
 from gb10check.parsers.docker import Container, Image
+from gb10check.shell.state import Ran
 from gb10check.snapshot import Snapshot
 
 
@@ -51,13 +54,22 @@ def _env_file_line(snap: Snapshot, inventory: inv.Inventory, said: str) -> str:
     return ""
 
 
-def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.ComposeService:
+def compose_service(
+    snap: Snapshot,
+    inventory: inv.Inventory,
+    shell: tuple[dict[str, str], str] | None = None,
+    service_name: str | None = None,
+) -> compose.ComposeService:
     """The compose's vLLM service as the node's Docker Compose will create it (with this node's env file and
-    launcher's shell); gb10check's own reader where the node has no Compose plugin (`reader` says which)."""
+    launcher's shell); gb10check's own reader where the node has no Compose plugin (`reader` says which), or
+    where the launcher's shell is read from its script (`shell`: its variables and where they are set), which
+    the node's `docker compose config`, run before the script was read, did not have."""
     deployment = inventory.deployment
     assert deployment is not None and deployment.compose_file is not None
     compose_file = deployment.compose_file
     launch = inventory.launch_of(snap.node)
+    shell_env, shell_why = shell if shell is not None else (launch.env, "")
+    chosen = launch.service or service_name  # the inventory's, else the one the script's `up` names
 
     def read() -> compose.ComposeService:
         text = snap.fact(probes.COMPOSE)  # the file itself first: a missing one keeps its own hint
@@ -66,19 +78,19 @@ def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.Compose
             raise CommandTimeout(f"{snap.node}: `{res.command}` timed out after {res.duration:.1f} s")
         # no docker at all (the docker checks fail for that) or no Compose plugin: the file is still judged
         no_plugin = res.rc == 127 or compose.NO_PLUGIN.search(res.stderr)
-        if not no_plugin and res.rc != 0:
+        if not no_plugin and res.rc != 0 and not shell_why:
             raise ComposeRejected(
                 f"{snap.node}: docker compose rejects {deployment.compose_file} (`docker compose up` would too): "
                 f"{clip(res.stderr.strip(), 400)}{_env_file_line(snap, inventory, res.stderr)}"
             )
-        if not no_plugin:
+        if not no_plugin and not shell_why:
             service = snap.fact(
                 probes.COMPOSE_CONFIG,
                 lambda out: compose.parse_compose_config(
                     out,
                     container=deployment.container,
                     what=f"docker compose config ({deployment.compose_file})",
-                    service=launch.service,
+                    service=chosen,
                 ),
             )
         else:
@@ -87,19 +99,20 @@ def compose_service(snap: Snapshot, inventory: inv.Inventory) -> compose.Compose
             env_file = inventory.env_file_of(snap.node)
             service = compose_fallback.load_service(
                 text,
-                {**env, **launch.env},  # the launcher's shell wins over the .env in Compose's interpolation
+                {**env, **shell_env},  # the launcher's shell wins over the .env in Compose's interpolation
                 container=deployment.container,
                 what=compose_file,
                 compose_dir=posixpath.dirname(compose_file),
                 env_files={env_file: env} if env_file else {},
                 overrides=tuple(f.path for f in overrides),
-                why=f"the node's docker says: {clip(res.stderr.strip().splitlines()[0], 120)}",
-                service=launch.service,
+                why=shell_why or f"the node's docker says: {clip(res.stderr.strip().splitlines()[0], 120)}",
+                service=chosen,
             )
         redact.register_secret_values(service.environment)
         return service
 
-    return snap.derived(f"compose:{deployment.compose_file}", read)
+    key = f"compose:{deployment.compose_file}" + (f":{sorted(shell_env.items())}" if shell_why else "")
+    return snap.derived(key, read)
 
 
 def image(snap: Snapshot) -> Image | None:
@@ -111,19 +124,62 @@ def image(snap: Snapshot) -> Image | None:
         return None
 
 
-def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
-    """The rank's launch plan, from the node's deployment files as its launcher starts them."""
+def launch_script(snap: Snapshot, inventory: inv.Inventory) -> ScriptStart:
+    """What the node's launch script starts its rank with (gb10check/launch/from_script.py)."""
     deployment = inventory.deployment
     assert deployment is not None
+    launch = inventory.launch_of(snap.node)
+    assert launch.script is not None
+    script = launch.script
+
+    def read() -> ScriptStart:
+        text = snap.fact(probes.LAUNCH_SCRIPT)
+        reading = read_script(text, script=script, args=launch.args, env=launch.env, files=None)
+        return started_by(reading, container=deployment.container, image=deployment.image)
+
+    return snap.derived(f"script:{script}", read)
+
+
+def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
+    """The rank's launch plan, from the node's deployment files as its launcher starts them: its launch
+    script's `docker run`, or the compose (with the launcher's shell, the script's where it runs compose)."""
+    deployment = inventory.deployment
+    assert deployment is not None
+    launch = inventory.launch_of(snap.node)
+
+    def from_docker_run(ran: Ran, run: DockerRun) -> LaunchPlan:
+        img = image(snap) if run.image == deployment.image else None
+        return run_plan(run, ran, node=snap.node, rank=rank, image=img, host_file=lambda _path: None)
 
     def read() -> LaunchPlan:
+        shell: tuple[dict[str, str], str] | None = None
+        shell_source = f"the inventory's launch env for {snap.node}" if launch.env else ""
+        if launch.script is not None:
+            start = launch_script(snap, inventory)
+            if start.docker_run is not None:
+                made = from_docker_run(*start.docker_run)
+                redact.register_secret_values(made.known_env())
+                return made
+            up = start.compose_up
+            assert up is not None
+            if deployment.compose_file is None:
+                raise ParseError(
+                    launch.script,
+                    f"line {up.ran.line} runs `docker compose up`, and the inventory names no compose_file: name "
+                    "it in [deployment] so the suite reads it",
+                    " ".join(str(w) for w in up.ran.argv),
+                )
+            shell_source = f"{launch.script}:{up.ran.line}"
+            env = {**up.env, **launch.env}
+            if env != launch.env:
+                shell = (env, f"the launcher's shell ({shell_source}) sets what `docker compose config` had not")
         assert deployment.compose_file is not None
-        service = compose_service(snap, inventory)
+        named = start.compose_up.service if launch.script is not None and start.compose_up is not None else None
+        service = compose_service(snap, inventory, shell, named if isinstance(named, str) else None)
         env_file = inventory.env_file_of(snap.node)
         env_files: dict[str, str] = {}
         if env_file is not None and snap.raw(probes.DOTENV).ok:
             env_files[env_file] = snap.raw(probes.DOTENV).stdout
-        launch = inventory.launch_of(snap.node)
         made = compose_plan(
             service,
             node=snap.node,
@@ -134,8 +190,8 @@ def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
             image=image(snap),
             image_ref=deployment.image,
             host_file=lambda _path: None,
-            shell_env=launch.env,
-            shell_source=f"the inventory's launch env for {snap.node}" if launch.env else "",
+            shell_env=shell[0] if shell else launch.env,
+            shell_source=shell_source,
         )
         redact.register_secret_values(made.known_env())
         return made

@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 COMPOSE_TEMPLATE = Path(__file__).parent / "deploy" / "compose.yml"
+DOCKER_RUN_TEMPLATE = Path(__file__).parent / "deploy" / "docker-run.sh"  # the same deployment as a launch script
+COMPOSE_UP_TEMPLATE = (
+    Path(__file__).parent / "deploy" / "compose-up.sh"
+)  # the compose, its rank in the launcher's shell
 GIB = 1024**3
 SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 

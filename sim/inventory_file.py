@@ -37,6 +37,9 @@ def _rail(rail: spec.Rail, examples: dict[str, dict[str, Any]]) -> dict[str, Any
     return out
 
 
+LAUNCH_SCRIPT = "launch.sh"  # sim/deploy/docker-run.sh or compose-up.sh, beside where the compose is (or would be)
+
+
 def written(model: spec.Scenario, run_dir: Path) -> dict[str, Any]:
     """The inventory's data for the scenario `model`, its files under `run_dir`."""
     overrides: dict[str, Any] = dict(model.inventory)
@@ -62,6 +65,15 @@ def written(model: spec.Scenario, run_dir: Path) -> dict[str, Any]:
         }
         for name, node in nodes
     ]
+    if model.deployment.launcher != "compose":  # each node runs the launch script, its rank its argument
+        dep = data["deployment"]
+        folder = dep["compose_file"].rsplit("/", 1)[0]
+        if model.deployment.launcher == "docker-run":  # no compose at all
+            del dep["compose_file"]
+            dep.pop("env_file", None)
+        dep["launch"] = {"script": f"{folder}/{LAUNCH_SCRIPT}", **dep.get("launch", {})}
+        for entry in data["nodes"]:
+            entry["launch"] = {"args": [str(entry["rank"])]}
     # a short bandwidth run: the sim's links are veths, the figures the scenario's
     data["thresholds"] = {"bandwidth_seconds": 1, **data.get("thresholds", {})}
     examples = {lk["netdev"]: lk for lk in data.pop("rails", data.pop("links", [])) if "netdev" in lk}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -375,6 +376,10 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line", "nccl_library"}),
     )
     state["nccl_library"] = _nccl_library(node, scenario)
+    image_env = state.pop("image_env", None)
+    if image_env is not None:
+        for image in state["images"]:
+            image["env"] = image_env
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
@@ -462,6 +467,19 @@ def _compose_cluster(node: SimNode, scenario: Scenario, inventory: inv.Inventory
     )
 
 
+def _write_compose(fs: Path, dep: inv.Deployment, compose: str, node: SimNode, service, spec, inventory) -> None:  # type: ignore[no-untyped-def]
+    """The compose and the node's .env beside it (its rank, its address, the model)."""
+    assert dep.compose_file is not None and dep.env_file is not None
+    deploy.place(fs, dep.compose_file).write_text(compose)
+    env = {
+        "MODEL_ID": service.model if service else "",
+        "NODE_RANK": str(node.rank),
+        "VLLM_HOST_IP": inventory.control_address(node.name) or "",  # its control-plane address
+        **spec.env,
+    }
+    deploy.place(fs, dep.env_file).write_text(deploy.render_env(env))
+
+
 def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventory, cluster_dir: Path) -> None:
     """The node's files, under its own root folder: compose, .env, HF cache, netplan, /etc/passwd
     (naming the login account), ~/.ssh for the fabric's mesh."""
@@ -479,15 +497,16 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventor
         except ValueError as exc:  # an edit written for another topology's compose
             shape = f"a {cluster.topology} of {cluster.size}" if cluster else "the pair"
             raise SimError(f"{scenario.source}: {exc} (rendered for {shape}, as on {node.name})") from exc
-        assert dep.compose_file is not None and dep.env_file is not None  # the sim's deployment is a compose
-        deploy.place(fs, dep.compose_file).write_text(compose)
-        env = {
-            "MODEL_ID": service.model if service else "",
-            "NODE_RANK": str(node.rank),
-            "VLLM_HOST_IP": inventory.control_address(node.name) or "",  # its control-plane address
-            **spec.env,
-        }
-        deploy.place(fs, dep.env_file).write_text(deploy.render_env(env))
+        launcher = scenario.model.deployment.launcher
+        if launcher != "docker-run":
+            _write_compose(fs, dep, compose, node, service, spec, inventory)
+        if launcher != "compose":  # the launch script the inventory names
+            assert dep.launch.script is not None
+            script = deploy.place(fs, dep.launch.script)
+            template = deploy.DOCKER_RUN_TEMPLATE if launcher == "docker-run" else deploy.COMPOSE_UP_TEMPLATE
+            script_dir = posixpath.dirname(dep.launch.script)
+            script.write_text(template.read_text(encoding="utf-8").replace("{folder}", script_dir))
+            script.chmod(0o755)
         if service is not None and service.model and not spec.hf.absent:
             hf = merge(
                 scenario.model.deployment.hf.model_dump(exclude_unset=True), spec.hf.model_dump(exclude_unset=True)

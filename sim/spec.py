@@ -92,6 +92,7 @@ class Docker(_Spec):
     images: list[Image] | None = None
     container: Container | None = None
     image_files: dict[str, str] = {}  # path -> text: files of the deployment's image (and its container)
+    image_env: list[str] | None = None  # NAME=value: the deployment image's own ENV (docker image inspect's Config.Env)
     log: list[str] | None = None  # the container's log lines instead of a healthy start's (docker logs)
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
     log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
@@ -322,6 +323,10 @@ class FakeApi(_Spec):
 
 
 class Deployment(_Spec):
+    # how the nodes start vLLM: the compose (sim/deploy/compose.yml); the same deployment as a `docker run`
+    # launch script (sim/deploy/docker-run.sh); or the compose started by a script that sets the rank in the
+    # launcher's shell (sim/deploy/compose-up.sh). A script is `launch = { script, args = [RANK] }` in the inventory
+    launcher: Literal["compose", "docker-run", "compose-script"] = "compose"
     compose_edits: list[tuple[str, str]] = []
     hf: Hf = Hf()
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start

@@ -218,6 +218,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             "Size": 21474836480,
             "RootFS": {"Type": "layers", "Layers": image["layers"]},
         }
+        if "env" in image:  # docker.image_env: the image's own ENV
+            body["Config"] = {"Env": image["env"], "Entrypoint": None, "Cmd": None, "User": ""}
         return json.dumps([body], indent=4) + "\n", "", 0
     if words[:2] == ["container", "inspect"]:
         c = _container(d, words[2])

@@ -13,36 +13,40 @@ pytestmark = pytest.mark.preflight
 
 def _non_empty(text):
     if not text.strip():  # two empty files are identical, and useless
-        raise ParseError("the compose file", "it is empty", text)
+        raise ParseError("the deployment's file", "it is empty", text)
     return text
 
 
 @pytest.mark.hints("deployment-files-differ")
 def test_compose_identical_on_every_node(cluster, inventory, deployment, evidence):
-    """The same compose file on every node (advice).
+    """The same compose file (or launch script) on every node (advice).
 
     One file for every node is the simplest to keep right; a head's and a worker's own files work as well,
     so a difference is advice: the launch plan's rules and the ranks' agreement judge what each node runs."""
-    if deployment.compose_file is None:
-        pytest.skip("the deployment starts from a launch script, not a compose file")
-    digests = {}
+    digests, paths = {}, {}
     for n in inventory.nodes:
-        text = cluster.snapshot(n.name).fact(probes.COMPOSE, _non_empty)
+        script = inventory.launch_of(n.name).script
+        path = deployment.compose_file or script
+        assert path is not None  # the inventory names one or the other
+        read = probes.COMPOSE if deployment.compose_file else probes.LAUNCH_SCRIPT
+        text = cluster.snapshot(n.name).fact(read, _non_empty)
         digests[n.name] = hashlib.sha256(text.encode()).hexdigest()[:12]
+        paths[n.name] = path
     rank0 = inventory.api_node.name
     odd = odd_ones_out(digests, [rank0])
     found = shown(digests, odd)
+    named = " and ".join(dict.fromkeys(paths.values()))
     if odd:
         good = next(n for n in digests if n not in odd)
         evidence.advise(
             "advice",
-            what=f"{deployment.compose_file} (sha256)",
+            what=f"{named} (sha256)",
             expected="the same file on every node",
             found=found,
             why="what each node runs is judged from its own plan; one file kept in step is less to get wrong: "
-            + "; ".join(f"scp {deployment.compose_file} {n}:{deployment.compose_file}   # on {good}" for n in odd),
+            + "; ".join(f"scp {paths[good]} {n}:{paths[n]}   # on {good}" for n in odd),
         )
-    evidence.expect(True, what=f"{deployment.compose_file} on every node", expected="read on every node", found=found)
+    evidence.expect(True, what=f"{named} on every node", expected="read on every node", found=found)
 
 
 @pytest.mark.hints("master-addr-wrong")

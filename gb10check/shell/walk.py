@@ -1025,9 +1025,9 @@ class Reader(Expander):
         words = list(argv[1:])
         while words and isinstance(words[0], str) and words[0][:1] in ("-", "+") and words[0] != "--":
             flags = words.pop(0)
-            if flags in ("-o", "+o") and words:
-                words.pop(0)
-                continue
+            for _ in range(flags[1:].count("o")):  # -o NAME, also joined: `set -euo pipefail`
+                if words:
+                    words.pop(0)
             if "a" in flags[1:]:
                 state.allexport = flags.startswith("-")
         if words and words[0] == "--":

@@ -1,0 +1,155 @@
+"""A node's launch script (inventory: `launch = { script, args, env }`), read with bash's grammar
+(gb10check/shell/walk.py) over every path, and the rank's launch plan from the command that starts its
+container: a `docker run` (gb10check/launch/docker_run.py), or a `docker compose up` whose launcher shell
+(`NODE_RANK=1 docker compose up -d`) the compose is then read with.
+
+Which `docker run` starts the rank, where a script runs several (a throwaway `docker run --rm IMAGE
+nvidia-smi` first): the one that names the deployment's container, else the one whose command runs vLLM or
+Ray, else the one of the deployment's image. Paths that start different containers (a head and a worker
+branch on a condition only the start decides) are refused, naming the lines and the condition: the node's
+`launch.args` or `launch.env` pick its branch. Pure.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from gb10check.errors import ParseError
+from gb10check.launch.docker_run import DockerRun, docker_run_argv, parse_docker_run
+from gb10check.shell.state import Ran
+from gb10check.shell.values import Value
+from gb10check.shell.walk import Files, Reading, read
+
+# the environment the operator's shell gives the script is not known: a variable it does not set is
+# decided at start (never taken as unset), unless the inventory's launch env names it
+SHELL_UNKNOWN = "the operator's shell environment when the script runs"
+
+
+@dataclass(frozen=True)
+class ComposeUp:
+    """A `docker compose ... up` the script runs: the launcher's shell it runs with, and what it names."""
+
+    ran: Ran
+    env: dict[str, str]  # the shell's variables the command gets, known values only (Compose interpolates them)
+    files: tuple[Value, ...]  # -f FILE, in order
+    env_files: tuple[Value, ...]  # --env-file FILE
+    service: Value | None  # `up -d SERVICE`
+
+
+@dataclass(frozen=True)
+class ScriptStart:
+    """What a launch script starts the rank with: one `docker run`, or one `docker compose up`."""
+
+    docker_run: tuple[Ran, DockerRun] | None
+    compose_up: ComposeUp | None
+    reading: Reading
+
+
+def read_script(text: str, *, script: str, args: list[str], env: dict[str, str], files: Files | None) -> Reading:
+    return read(
+        text,
+        what=script,
+        env=dict(env),
+        arguments=tuple(args),
+        arg0=script,
+        files=files,
+        env_complete=False,
+        env_missing=SHELL_UNKNOWN,
+        cwd=posixpath.dirname(script) or "/",
+    )
+
+
+def _compose_up(r: Ran) -> ComposeUp | None:
+    words = [str(w) for w in r.argv]
+    if not words:
+        return None
+    name = posixpath.basename(words[0])
+    if name == "docker-compose":
+        rest = list(r.argv[1:])
+    elif name == "docker" and len(words) > 1 and words[1] == "compose":
+        rest = list(r.argv[2:])
+    else:
+        return None
+    files: list[Value] = []
+    env_files: list[Value] = []
+    i = 0
+    while i < len(rest) and str(rest[i]).startswith("-"):
+        flag, eq, value = str(rest[i]).partition("=")
+        takes = flag in ("-f", "--file", "--env-file", "-p", "--project-name", "--project-directory", "--profile")
+        if takes and not eq and i + 1 < len(rest):
+            value, i = str(rest[i + 1]), i + 1
+        if flag in ("-f", "--file"):
+            files.append(value)
+        elif flag == "--env-file":
+            env_files.append(value)
+        i += 1
+    if i >= len(rest) or str(rest[i]) != "up":
+        return None
+    positional = [w for w in rest[i + 1 :] if not str(w).startswith("-")]
+    known = {k: v for k, v in r.env.items() if isinstance(v, str)}
+    return ComposeUp(r, known, tuple(files), tuple(env_files), positional[0] if positional else None)
+
+
+def _runs_vllm(run: DockerRun) -> bool:
+    words = " ".join(str(w) for w in run.command)
+    return any(k in words for k in ("vllm", "ray start", "ray ")) or any(
+        "vllm" in str(v) for k, v in run.flags if k == "--entrypoint"
+    )
+
+
+def _pick(runs: list[tuple[Ran, DockerRun]], container: str, image: str) -> list[tuple[Ran, DockerRun]]:
+    for chosen in (
+        [x for x in runs if x[1].last("--name") == container],
+        [x for x in runs if _runs_vllm(x[1])],
+        [x for x in runs if x[1].image == image and not x[1].has("--rm")],
+    ):
+        if chosen:
+            return chosen
+    return runs
+
+
+def started_by(reading: Reading, *, container: str, image: str) -> ScriptStart:
+    """The command on the script's paths that starts the rank's container; ParseError naming why not."""
+    runs: list[tuple[Ran, DockerRun]] = []
+    ups: list[ComposeUp] = []
+    for r in reading.commands():
+        args = docker_run_argv(r.argv)
+        if args is not None:
+            runs.append((r, parse_docker_run(args, what=r.script, line=r.line)))
+            continue
+        up = _compose_up(r)
+        if up is not None:
+            ups.append(up)
+    if runs:
+        chosen = _pick(runs, container, image)
+        distinct = {(r.line, tuple(str(a) for a in r.argv)) for r, _ in chosen}
+        if len(distinct) > 1:
+            lines = ", ".join(str(n) for n in sorted({n for n, _ in distinct}))
+            why = "; ".join(dict.fromkeys(t for r, _ in chosen for t in r.taken)) or "the paths differ"
+            raise ParseError(
+                reading.what,
+                f"the script starts different containers on different paths (lines {lines}), by {why}: give the "
+                "node's launch.args (or launch.env) so that one path runs",
+                lines,
+            )
+        return ScriptStart(chosen[0], None, reading)
+    if ups:
+        distinct_up = {(u.ran.line, tuple(sorted(u.env.items())), str(u.service)) for u in ups}
+        if len(distinct_up) > 1:
+            lines = ", ".join(str(u.ran.line) for u in ups)
+            raise ParseError(
+                reading.what,
+                f"the script runs `docker compose up` differently on different paths (lines {lines}): give the "
+                "node's launch.args (or launch.env) so that one path runs",
+                lines,
+            )
+        return ScriptStart(None, ups[0], reading)
+    ended = "; ".join(dict.fromkeys(p.ended for p in reading.paths))
+    raise ParseError(
+        reading.what,
+        "no path through the script runs `docker run` or `docker compose up` (it ends: "
+        f"{ended}); a launcher that starts the containers on other nodes (ssh HOST docker run ...) is read per "
+        "node: give each node the script it runs (nodes' launch.script)",
+        ended,
+    )

@@ -1,0 +1,142 @@
+"""A launch script's start (gb10check/launch/from_script.py): one deployment written as compose and as a
+`docker run` launcher gives one launch plan; a compose launcher's shell sets the rank; what cannot be told
+apart before start is refused, naming the lines and what would pick the path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gb10check.compose_fallback import load_service
+from gb10check.errors import ParseError
+from gb10check.inventory import parse_inventory
+from gb10check.launch.docker_run import run_plan
+from gb10check.launch.from_compose import compose_plan
+from gb10check.launch.from_script import read_script, started_by
+from gb10check.launch.rules import RULES, Context, NotApplicable
+from gb10check.parsers.docker import Image
+from selftests.unit.test_launch_plan import COMPOSE, IMAGE
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER_RUN = (ROOT / "sim" / "deploy" / "docker-run.sh").read_text()
+HOST_IP = {0: "169.254.94.252", 1: "169.254.159.206"}
+CONTAINER, REF = "vllm-qwen38", "vllm/vllm-openai:qwen38-flash-next"
+IMG = Image(IMAGE.id, (REF,), IMAGE.layers, IMAGE.architecture, IMAGE.env, IMAGE.entrypoint, IMAGE.cmd)
+
+
+def _compose(rank: int, shell: dict[str, str] | None = None, dotenv: dict[str, str] | None = None, text=COMPOSE):
+    env = dotenv if dotenv is not None else {
+        "MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": str(rank), "VLLM_HOST_IP": HOST_IP[rank]
+    }  # fmt: skip
+    svc = load_service(
+        text, {**env, **(shell or {})}, container=CONTAINER, what="/d/c.yml", compose_dir="/d",
+        env_files={"/d/.env": env},
+    )  # fmt: skip
+    return compose_plan(
+        svc, node=f"n{rank}", rank=rank, compose_file="/d/c.yml", compose_text=text,
+        env_files={"/d/.env": "".join(f"{k}={v}\n" for k, v in env.items())}, image=IMG, image_ref=REF,
+        host_file=lambda _p: None, shell_env=shell, shell_source="launch.sh:1" if shell else "",
+    )  # fmt: skip
+
+
+def _docker_run(rank: int, script: str = DOCKER_RUN, args: list[str] | None = None):
+    reading = read_script(script, script="/home/lenovo/vllm/launch.sh", args=args or [str(rank)], env={}, files=None)
+    start = started_by(reading, container=CONTAINER, image=REF)
+    assert start.docker_run is not None
+    ran, run = start.docker_run
+    return run_plan(run, ran, node=f"n{rank}", rank=rank, image=IMG, host_file=lambda _p: None)
+
+
+def _same(plan) -> dict[str, object]:
+    """What a plan says vLLM gets: its environment, its command, its container (not where each is written)."""
+    c = plan.container
+    return {
+        "env": {k: s.value for k, s in plan.environment.items()},
+        "model": plan.vllm.model,
+        "options": plan.vllm.options,
+        "container": {
+            f: getattr(c, f).value for f in ("network", "ipc", "shm_size", "cap_add", "devices", "memlock", "memory")
+        },
+        "mounts": [m.target for m in c.mounts],
+        "image": plan.image.value,
+    }
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_compose_and_docker_run_of_one_deployment_give_one_plan(rank):
+    compose, run = _compose(rank), _docker_run(rank)
+    assert _same(run) == _same(compose)
+    assert run.launcher == "docker run" and compose.launcher == "compose"
+    assert run.environment["NODE_RANK"].source.where == "/home/lenovo/vllm/launch.sh"  # the line to change
+    assert run.environment["NCCL_SOCKET_IFNAME"].source.line == run.command.line
+
+
+def test_every_rule_judges_the_two_alike():
+    inventory = parse_inventory((ROOT / "fixtures" / "cluster.example.toml").read_text(), "cluster.example.toml")
+    for rank in (0, 1):
+        node = inventory.nodes[rank].name
+        a, b = _compose(rank), _docker_run(rank)
+        for rule in RULES:
+            verdicts = []
+            for plan in (a, b):
+                plan = plan.__class__(**{**plan.__dict__, "node": node})
+                try:
+                    v = rule.check(
+                        Context(plan=plan, inventory=inventory, mem_total=128 * 2**30, ports=None, netdevs=None)
+                    )
+                    verdicts.append((v.outcome, v.found))
+                except NotApplicable as e:
+                    verdicts.append(("n/a", str(e)))
+            assert verdicts[0][0] == verdicts[1][0], (rule.id, verdicts)
+
+
+def test_the_launchers_shell_sets_the_rank_compose_interpolates():
+    script = "#!/bin/sh\ncd /d\nNODE_RANK=1 HEADLESS=1 docker compose --env-file .env up -d vllm\n"
+    reading = read_script(script, script="/d/up.sh", args=[], env={}, files=None)
+    start = started_by(reading, container=CONTAINER, image=REF)
+    up = start.compose_up
+    assert up is not None and up.service == "vllm" and up.env_files == (".env",) and up.ran.line == 3
+    assert up.env["NODE_RANK"] == "1"
+    dotenv = {"MODEL_ID": "Qwen/Qwen3.8-Flash-Next-FP8", "NODE_RANK": "0", "VLLM_HOST_IP": HOST_IP[1]}
+    # the launcher's compose passes the rank on from the shell (Compose: the shell wins over .env)
+    text = COMPOSE.replace("      - MASTER_ADDR=", "      - NODE_RANK=${NODE_RANK:-0}\n      - MASTER_ADDR=")
+    assert _compose(1, dotenv=dotenv, text=text).vllm.options["--node-rank"] == "0"  # without it: rank 0
+    plan = _compose(1, shell={"NODE_RANK": up.env["NODE_RANK"]}, dotenv=dotenv, text=text)
+    assert plan.vllm.options["--node-rank"] == "1" and "--headless" in plan.vllm.options
+    assert "launcher's shell" in plan.read_by
+
+
+def test_the_throwaway_run_before_the_real_one_is_not_the_rank():
+    script = (
+        f"docker run --rm --gpus all {REF} nvidia-smi -L\n"
+        f"docker run -d --name {CONTAINER} --network host {REF} vllm serve m --headless\n"
+    )
+    start = started_by(read_script(script, script="/s.sh", args=[], env={}, files=None), container=CONTAINER, image=REF)
+    assert start.docker_run is not None and start.docker_run[0].line == 2
+
+
+def test_a_branch_only_the_start_decides_is_named_with_what_picks_it():
+    script = (
+        'if [ "$ROLE" = head ]; then\n'
+        f"  docker run -d --name {CONTAINER} {REF} vllm serve m --port 8000\n"
+        "else\n"
+        f"  docker run -d --name {CONTAINER} {REF} vllm serve m --headless\n"
+        "fi\n"
+    )
+    with pytest.raises(ParseError, match=r"different containers on different paths \(lines 2, 4\).*launch.args"):
+        started_by(read_script(script, script="/s.sh", args=[], env={}, files=None), container=CONTAINER, image=REF)
+    one = read_script(script, script="/s.sh", args=[], env={"ROLE": "head"}, files=None)
+    start = started_by(one, container=CONTAINER, image=REF)
+    assert start.docker_run is not None and start.docker_run[0].line == 2
+
+
+def test_a_script_that_starts_nothing_here_says_so():
+    script = 'for h in spark1 spark2; do ssh "$h" docker run -d img vllm serve m; done\n'
+    with pytest.raises(ParseError, match="ssh HOST docker run"):
+        started_by(read_script(script, script="/s.sh", args=[], env={}, files=None), container=CONTAINER, image=REF)
+
+
+def test_a_usage_guard_that_stops_the_script_is_no_start():
+    with pytest.raises(ParseError, match="exit 2"):
+        started_by(read_script(DOCKER_RUN, script="/s.sh", args=[], env={}, files=None), container=CONTAINER, image=REF)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# sim/deploy/compose.yml's deployment written as a `docker run` launcher (./launch.sh RANK on each node,
+# its address by rank), the way community launchers start a rank. Written for the simulated cluster and the self-tests.
+set -euo pipefail
+
+usage() { echo "usage: $0 RANK" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+RANK=$1
+case "$RANK" in
+  0) HOST_IP=169.254.94.252 ;;
+  1) HOST_IP=169.254.159.206 ;;
+  *) usage ;;
+esac
+IMAGE=vllm/vllm-openai:qwen38-flash-next
+MODEL_ID=Qwen/Qwen3.8-Flash-Next-FP8
+IFACE=enp1s0f0np0
+NCCL_ENV=(
+  -e NCCL_SOCKET_FAMILY=AF_INET -e GLOO_SOCKET_FAMILY=AF_INET
+  -e NCCL_SOCKET_IFNAME=$IFACE -e GLOO_SOCKET_IFNAME=$IFACE -e TP_SOCKET_IFNAME=$IFACE
+  -e GLOO_USE_LIBUV=0 -e TORCH_GLOO_USE_LIBUV=0
+  -e NCCL_IB_DISABLE=0 -e "NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0" -e NCCL_IB_GID_INDEX=3
+  -e NCCL_IB_MERGE_NICS=1 -e NCCL_IB_ROCE_VERSION_NUM=2 -e NCCL_NET_PLUGIN=none -e NCCL_CUMEM_ENABLE=0
+)
+common=(
+  "$MODEL_ID" --served-model-name qwen3.8-flash-next
+  --tensor-parallel-size $(( 1 * 2 )) --nnodes 2 --node-rank "$RANK"
+  --master-addr 169.254.94.252 --master-port 29501
+  --distributed-executor-backend mp --distributed-timeout-seconds $(( 60 * 60 ))
+  --gpu-memory-utilization 0.80 --max-model-len 262144 --max-num-seqs 8
+  -cc.mode=0 -cc.cudagraph_mode=FULL_DECODE_ONLY
+)
+case "$RANK" in
+  0) role=(--host 0.0.0.0 --port 20001 --enable-prefix-caching --reasoning-parser qwen3
+           --enable-auto-tool-choice --tool-call-parser qwen3_xml) ;;
+  *) role=(--headless) ;;
+esac
+
+docker rm -f vllm-qwen38 >/dev/null 2>&1 || true
+docker run -d --name vllm-qwen38 --network host --ipc host --restart no \
+  --device /dev/infiniband:/dev/infiniband --cap-add IPC_LOCK \
+  --ulimit memlock=-1 --ulimit stack=67108864 --memory 105g \
+  -v /home/lenovo/vllm/huggingface:/root/.cache/huggingface \
+  -e MASTER_ADDR=169.254.94.252 -e MASTER_PORT=29501 "${NCCL_ENV[@]}" -e HF_HUB_OFFLINE=1 \
+  -e MODEL_ID="$MODEL_ID" -e NODE_RANK="$RANK" -e VLLM_HOST_IP="$HOST_IP" \
+  --entrypoint vllm "$IMAGE" serve "${common[@]}" "${role[@]}"
