@@ -137,10 +137,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
+        "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean",
         epilog=f"""stages:
 {stages}
+  plan       each rank's launch plan: image, container settings, the environment as vLLM gets it and the
+             command, every value with the file and line that sets it, and the launch rules' verdicts;
+             from the nodes' files (default), the running containers (--running) or files on this
+             machine (--offline [--files DIR]: a deployment repository's own CI); --json for tools
   explain    read a vLLM log (a file, or - for stdin: `docker logs` piped in, pasted text), offline: the
              troubleshooting rows it matches, each with its line and what to do (--json for tools)
   sim        the simulated cluster by hand (needs root): up [SCENARIO], list, clean (removes the
@@ -188,6 +193,10 @@ def _main(args: list[str]) -> int:
         from gb10check.explain import main as explain_main
 
         return explain_main(rest)
+    if stage == "plan":  # reads the nodes (or files) itself: no pytest
+        from gb10check.plan_command import main as plan_main
+
+        return plan_main(rest)
     root = suite_root()
     sys.path.insert(0, str(root))  # the sim, and the settings (fixtures/settings.py) naming what each option takes
     if stage == "sim":
@@ -196,7 +205,10 @@ def _main(args: list[str]) -> int:
         return sim_main(rest, prog="gb10check sim")
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
-        print(f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'explain', 'sim'])}", file=sys.stderr)
+        print(
+            f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'plan', 'explain', 'sim'])}",
+            file=sys.stderr,
+        )
         return 4
     cwd = Path.cwd()
     try:

@@ -81,6 +81,18 @@ def follows_from(unreachable: list[str]) -> str:
     )
 
 
+def identifiers(inventory: inv.Inventory) -> list[str]:
+    """The inventory's names the reports are keyed by (nodes, rails: their netdevs and RDMA devices) and
+    the snapshot's probe names: never masked, whatever a node's .env holds (gb10check/redact.py)."""
+    names = [n.name for n in inventory.nodes]
+    names += [
+        name
+        for rail in inventory.rails
+        for name in (rail.name, *(n for m in rail.members for n in (m.netdev, m.rdma_device)))
+    ]
+    return names + [p.name for node in inventory.nodes for p in probes_for(inventory, node)]
+
+
 def make_transport(spec: inv.Node, ssh: inv.SshSettings) -> Transport:
     if spec.transport == "local":
         return LocalTransport(spec.name)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gb10check import inventory as inv
 from gb10check.compose_fallback import parse_dotenv
 from gb10check.fit import ModelDims, parse_model_config
+from gb10check.launch.running import PROCESSES_SCRIPT, Process, parse_processes
 from gb10check.parsers.docker import (
     Container,
     DockerInfo,
@@ -67,6 +68,7 @@ from gb10check.parsers.ufw import (
 )
 from gb10check.parsers.vllm_log import LogLine, parse_docker_log
 from gb10check.snapshot import NO_SUDO, Probe, Read
+from gb10check.transport import DOCKER_C_LOCALE
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,14 @@ CONTAINER: Read[Container | None] = Read(
     parse_container_inspect,
     accept_rc=(0, 1),
     check_stderr=client_error("docker container inspect"),
+)
+# the processes of the running container (gb10check/launch/running.py): `gb10check plan --running` reads
+# them (not in the snapshot); docker exits 1 when the container does not run
+CONTAINER_PROCESSES: Read[list[Process]] = Read(
+    "container_processes",
+    _deployed(lambda d: f"docker exec {DOCKER_C_LOCALE} {q(d.container)} sh -c {q(PROCESSES_SCRIPT)}"),
+    parse_processes,
+    accept_rc=(0, 1),
 )
 # the container's log (the service checks read startup, NCCL's transport and known faults from it); docker
 # exits 1 for a container that does not exist
@@ -523,10 +533,15 @@ def master_pings(inventory: inv.Inventory, node: inv.Node) -> list[Read[PingResu
 
 def probes_for(inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
     """The probes of one node's snapshot: every declared read that applies to it."""
+    reads = (*SNAPSHOT_READS, *ssh_logins(inventory, node), *pings(inventory, node), *master_pings(inventory, node))
+    return probes_of(reads, inventory, node)
+
+
+def probes_of(reads: tuple[Read[object], ...], inventory: inv.Inventory, node: inv.Node) -> tuple[Probe, ...]:
+    """The probes of these reads on one node (a read that does not apply there has none)."""
     where = Where(inventory, node)
     probes = []
-    reads = (*SNAPSHOT_READS, *ssh_logins(inventory, node), *pings(inventory, node))
-    for read in (*reads, *master_pings(inventory, node)):
+    for read in reads:
         command = read.command(where)
         if command is not None:
             bound = read.bound(inventory.thresholds) if read.bound else None

@@ -21,7 +21,7 @@ from typing import Any
 
 from gb10check import inventory as inv
 from gb10check.errors import SimError
-from sim import deploy, language, layout, vllm_logs
+from sim import container, deploy, language, layout, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario
 from sim.spec import LinkEnd, Rail
@@ -40,6 +40,7 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory: inv.Inventory
     _write_fake_sys(node, ports)
     _write_host_release(node, ports)
     _write_deployment(node, scenario, inventory, cluster_dir)
+    _write_container(node, scenario, inventory)
     _write_sshd(node, cluster_dir)
     _write_boot(node)
 
@@ -384,11 +385,45 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         if not COMPOSE_BINARY.is_file():
             raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
         state["compose"] = str(_compose_binary(node))
+    created = _created_file(node, scenario)
+    if state["container"] is not None and created is not None and "container" not in node.spec.docker.model_fields_set:
+        state["container"]["created_file"] = str(created)
     if state["container"] is not None:
         state["log_file"] = str(node.dir / "container.log")
         state["stopped_file"] = str(node.dir / "container.stopped")  # `docker stop` leaves it (opt-in watchdog)
         _write_container_log(node, scenario, inventory, Path(state["log_file"]))
     return state
+
+
+def _created_file(node: SimNode, scenario: Scenario) -> Path | None:
+    """Where the running container, as Docker created it from the compose, is written (None: no container,
+    or a `docker run` launcher's, which the sim does not create: sim/container.py)."""
+    if not scenario.model.deployment.running or scenario.model.deployment.launcher == "docker-run":
+        return None
+    return node.dir / "container.json"
+
+
+def _write_container(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> None:
+    path, dep = _created_file(node, scenario), inventory.deployment
+    if path is None or dep is None or dep.compose_file is None or "container" in node.spec.docker.model_fields_set:
+        return
+    launch = inventory.launch_of(node.name)
+    shell = dict(launch.env)
+    if scenario.model.deployment.launcher == "compose-script":  # sim/deploy/compose-up.sh: NODE_RANK=$1
+        shell["NODE_RANK"] = launch.args[0]
+    state = json.loads((node.dir / "state.json").read_text())
+    image = state["docker"]["images"][0]
+    container.write_created(
+        path,
+        compose=_compose_binary(node),
+        root=node.dir / "fs",
+        compose_file=dep.compose_file,
+        env_file=inventory.env_file_of(node.name),
+        shell=shell,
+        container=dep.container,
+        image_env=image.get("env"),
+        image_id=image["id"],
+    )
 
 
 def _nccl_library(node: SimNode, scenario: Scenario) -> dict[str, str]:

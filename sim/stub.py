@@ -238,6 +238,7 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             },
             "Config": {"Image": c.get("image", ""), "Env": c.get("env", CONTAINER_ENV)},
         }
+        body.update(_created(c).get("inspect", {}))  # as Docker created it from the compose (sim/container.py)
         return json.dumps([body], indent=4) + "\n", "", 0
     if words[:1] == ["run"]:
         ref = next((w for w in words[1:] if _image(state, w)), None)
@@ -262,8 +263,36 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             return _grep(d.get("image_files", {}), words[3:])
         if words[2:3] == ["sh"] and NCCL_MARK in " ".join(words):
             return _nccl_library(d, running=True)
+        if words[2:3] == ["sh"] and PROCESSES_MARK in " ".join(words):
+            return _processes(c), "", 0
         return _gpu_list(state)
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
+
+
+PROCESSES_MARK = "gb10check-proc"  # gb10check/launch/running.py's PROCESSES_SCRIPT, as it prints
+
+
+def _created(c: dict[str, Any]) -> dict[str, Any]:
+    """The container as Docker created it (sim/container.py wrote it), {} where the sim did not create one."""
+    path = c.get("created_file")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        created: dict[str, Any] = json.load(f)
+    return created
+
+
+def _processes(c: dict[str, Any]) -> str:
+    """What PROCESSES_SCRIPT prints in the container: its pid 1 (the only process the sim's container has),
+    argv and environment NUL-separated, base64."""
+    import base64
+
+    proc = _created(c).get("process")
+    if proc is None:
+        return ""
+    argv = base64.b64encode("".join(f"{a}\0" for a in proc["argv"]).encode()).decode()
+    environ = base64.b64encode("".join(f"{k}={v}\0" for k, v in proc["environ"].items()).encode()).decode()
+    return f"{PROCESSES_MARK} 1 {argv} {environ}\n"
 
 
 NCCL_MARK = "gb10check-nccl"  # gb10check/parsers/nccl_library.py's script, as that script prints it

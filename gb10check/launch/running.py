@@ -67,7 +67,11 @@ def parse_processes(text: str) -> list[Process]:
 
 
 def _host_config(inspected: dict[str, Any], name: str) -> Container:
-    hc = inspected.get("HostConfig") or {}
+    hc = inspected.get("HostConfig")
+    if not isinstance(hc, dict):  # Docker always prints it: without it nothing here is evidence
+        raise ParseError(
+            f"docker inspect {name}", "no HostConfig object: not the output of Docker's container inspect", name
+        )
     src = Source(f"docker inspect {name}", what="HostConfig")
     memlock = next(
         ((int(u.get("Soft", 0)), int(u.get("Hard", 0))) for u in hc.get("Ulimits") or [] if u.get("Name") == "memlock"),

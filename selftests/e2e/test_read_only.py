@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from gb10check import bandwidth, probes
+from gb10check import bandwidth, plan_command, probes
+from gb10check.inventory import load_inventory
+from gb10check.launch import running
 from gb10check.parsers import nccl_library
 from gb10check.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
@@ -61,6 +64,8 @@ READS = [
     re.escape(probes.CX_FIRMWARE.command(None)),  # type: ignore[arg-type]
     # the NCCL library the running container loads: /proc/*/maps, ldconfig -p, sha256sum, grep (reviewed as written)
     rf"docker exec {C_LOCALE} {PATH} sh -c " + re.escape(shlex.quote(nccl_library.SCRIPT)),
+    # `gb10check plan --running`: the running container's processes, /proc/PID/cmdline and environ, base64
+    rf"docker exec {C_LOCALE} {PATH} sh -c " + re.escape(shlex.quote(running.PROCESSES_SCRIPT)),
     # the wire: one one-packet ping per peer address out of the rail's netdev (when it does not answer, one
     # per address of every other node out of that netdev), then the neighbour tables
     rf"((ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null 2>&1|\{{ ping -n -c 1 -W 1 -I {PATH} {PATH} >/dev/null "
@@ -140,6 +145,16 @@ def is_read(command: str) -> bool:
 def test_writes_are_not_mistaken_for_reads(command):
     assert not is_read(command) and not any(re.fullmatch(f, command) for f in DOCUMENTED)
     assert not is_bandwidth_process(command)
+
+
+def test_every_command_of_gb10check_plan_is_a_read():
+    """`gb10check plan` sends no snapshot: its own reads (the files, the running container, the node's devices)."""
+    root = Path(__file__).resolve().parents[2]
+    inventory = load_inventory(root / "fixtures" / "cluster.example.toml")
+    reads = (*plan_command.FILE_READS, *plan_command.RUNNING_READS, *plan_command.NODE_READS)
+    commands = [p.command for node in inventory.nodes for p in probes.probes_of(reads, inventory, node)]
+    assert sum("gb10check-proc" in c for c in commands) == 2 and len(commands) > 2 * 8, commands
+    assert [c for c in commands if not is_read(c) and not any(re.fullmatch(f, c) for f in DOCUMENTED)] == []
 
 
 PROBE_LINE = re.compile(
