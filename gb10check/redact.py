@@ -11,10 +11,10 @@ What is replaced by `***`:
 - literal values registered with `register()`: the API key the suite itself sends, and the values
   of secret-looking names read from a node's .env, compose or container environment, so that they
   are hidden where they stand without their name (a command line, a URL);
-- strings shaped like a known kind of token, wherever they stand: the rules of a maintained
-  catalogue (gb10check/secret_rules.toml: gitleaks' and detect-secrets', AWS key ids, JWTs, Slack,
-  GitHub and GitLab tokens, private keys, credentials in a URL...) and the suite's own (`hf_...`,
-  `sk-...`), both passes;
+- strings shaped like a known kind of token, wherever they stand (gb10check/secret_shapes.py):
+  detect-secrets' token plugins (AWS key ids, JWTs, Slack, GitHub and GitLab tokens, private keys,
+  credentials in a URL...) and the shapes this field's users hold that it lacks (NGC `nvapi-...`,
+  Hugging Face `hf_...`, `sk-...`), both passes;
 - in `redact` only, the value of a name that looks like a secret (`HF_TOKEN=...`, `"API_KEY": "..."`,
   `--api-key ...`, `Authorization: Bearer ...`, `password ...`), whatever the value looks like.
 Redacting too much costs a less useful message; redacting too little leaks a token into a nightly
@@ -22,8 +22,8 @@ JUnit file kept for months. The patterns lean towards too much. The suite's own 
 check, rail and hint names, `protect()`) are never masked, and never registered as a secret.
 
 Linear in its input, and never long in one piece: every pattern is linear in Python's backtracking
-engine (possessive runs after a name; the catalogue's rules each run on long adversarial text by
-selftests/unit/test_redact.py), and no regex call sees more than WINDOW characters: a regex runs in
+engine (possessive runs after a name; every token shape, detect-secrets' included, runs on long
+adversarial text in selftests/unit/test_redact.py), and no regex call sees more than WINDOW characters: a regex runs in
 C holding the GIL, and a signal's handler (SIGTERM, Ctrl-C) waits for it to return.
 """
 
@@ -32,8 +32,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Iterator
+from functools import cache
 
-from gb10check import secret_rules
+from gb10check import secret_shapes
 
 MASK = "***"
 WINDOW = 1 << 16  # the most text one regex call sees: about a millisecond per rule
@@ -74,10 +75,8 @@ _BEARER = re.compile(
     r"|[A-Za-z0-9._~+/=-]{16,}|[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{3,})",
     re.IGNORECASE,
 )
-# the suite's own token shapes, broader than the catalogue's (an hf_ token of any letters and digits)
-_SHAPED = re.compile(r"\b(?:hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,})")
-# gitleaks' private-key rule, applied by a linear scan (see gb10check/secret_rules.toml)
-_PEM_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", re.IGNORECASE)
+# a private key, masked whole by a linear scan: from a line detect-secrets' PrivateKeyDetector knows a key
+# starts with (`BEGIN RSA PRIVATE KEY`...) to the key's end
 _PEM_MIN_BODY = 64
 _RUN = re.compile(r"\S*+")  # the rest of a value a window's cut fell into
 _MIN_LITERAL = 4  # shorter registered values would mask ordinary text
@@ -171,8 +170,7 @@ def _windows(text: str) -> Iterator[tuple[int, int, bool]]:
 
 
 def _spans_in(window: str, everything: bool) -> Iterator[tuple[int, int]]:
-    yield from secret_rules.spans(window)
-    yield from (m.span() for m in _SHAPED.finditer(window))
+    yield from secret_shapes.spans(window)
     if everything:
         for pattern in (_ASSIGNED, _OPTION):
             yield from (m.span("value") for m in pattern.finditer(window) if _named_value(m))
@@ -180,19 +178,22 @@ def _spans_in(window: str, everything: bool) -> Iterator[tuple[int, int]]:
         yield from (m.span("value") for m in _BEARER.finditer(window))
 
 
+@cache
+def _key_starts() -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(start) for start in secret_shapes.private_key_starts()))
+
+
 def _private_keys(text: str) -> Iterator[tuple[int, int]]:
-    """gitleaks' private-key rule in one pass: from a BEGIN ... PRIVATE KEY----- line to the first
-    KEY----- (or KEY BLOCK-----) at least 64 characters on, else to the end of the text (a key cut
-    short is still a key); the search goes on after it."""
+    """A private key in one pass: from its BEGIN line (with the `-----` before it) to the first KEY-----
+    (or KEY BLOCK-----) at least 64 characters on, else to the end of the text (a key cut short is still
+    a key); the search goes on after it."""
     pos = 0
-    while (at := text.find("-----", pos)) >= 0:
-        begin = _PEM_BEGIN.match(text, at)
-        if begin is None:
-            pos = at + 5
-            continue
-        end = _pem_end(text, begin.end() + _PEM_MIN_BODY)
-        yield at, end
-        pos = end
+    while (m := _key_starts().search(text, pos)) is not None:
+        dashes = text.rfind("-----", max(0, m.start() - 5), m.start())
+        start = dashes if dashes >= 0 else m.start()
+        end = _pem_end(text, m.end() + _PEM_MIN_BODY)
+        yield start, end
+        pos = max(end, m.end())
 
 
 def _pem_end(text: str, start: int) -> int:

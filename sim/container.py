@@ -37,18 +37,21 @@ def _on_node(root: Path, path: str) -> str:
     return path[len(prefix) :] or "/" if path.startswith(prefix + "/") else path
 
 
-def compose_service(
-    compose: Path, root: Path, compose_file: str, env_file: str | None, shell: dict[str, str], container: str
-) -> tuple[str, dict[str, Any]]:
-    """The project's name and the service of the compose (on the node: `compose_file`) whose container is
-    `container`, as the node's Compose reads it."""
+def _compose_args(compose: Path, root: Path, compose_file: str, env_file: str | None) -> tuple[list[str], Path]:
     host_file = root / compose_file.lstrip("/")
     args = [str(compose), "-f", str(host_file)]
     if env_file is not None:
         args += ["--env-file", str(root / env_file.lstrip("/"))]
+    return args, host_file
+
+
+def _config(
+    compose: Path, root: Path, compose_file: str, env_file: str | None, shell: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    args, host_file = _compose_args(compose, root, compose_file, env_file)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/root", **shell}
     try:
-        done = subprocess.run(
+        return subprocess.run(
             [*args, "config", "--format", "json"],
             capture_output=True,
             text=True,
@@ -59,13 +62,26 @@ def compose_service(
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SimError(f"the sim's Docker Compose could not read {compose_file}: {exc}") from exc
+
+
+def compose_accepts(compose: Path, root: Path, compose_file: str, env_file: str | None, shell: dict[str, str]) -> bool:
+    """Whether the node's Compose reads the deployment (a scenario's broken compose or .env: it does not)."""
+    return _config(compose, root, compose_file, env_file, shell).returncode == 0
+
+
+def compose_service(
+    compose: Path, root: Path, compose_file: str, env_file: str | None, shell: dict[str, str], container: str
+) -> tuple[str, dict[str, Any]] | None:
+    """The project's name and the service of the compose (on the node: `compose_file`) whose container is
+    `container`, as the node's Compose reads it (None: no service makes that container)."""
+    done = _config(compose, root, compose_file, env_file, shell)
     if done.returncode != 0:
         raise SimError(f"the sim's Docker Compose refuses {compose_file}: {done.stderr.strip()[:400]}")
     config = json.loads(done.stdout)
     for name, service in (config.get("services") or {}).items():
         if service.get("container_name", name) == container:
             return str(config.get("name", "")), {"name": name, **service}
-    raise SimError(f"{compose_file}: no service has container_name {container}")
+    return None
 
 
 def _devices(service: dict[str, Any]) -> list[dict[str, str]]:
@@ -200,7 +216,10 @@ def write_created(
     image_id: str,
 ) -> None:
     """The created container (inspect's object and its first process) where the node's docker stub reads it."""
-    project, service = compose_service(compose, root, compose_file, env_file, shell, container)
+    found = compose_service(compose, root, compose_file, env_file, shell, container)
+    if found is None:  # the compose makes another container: the deployment's is not created from it
+        return
+    project, service = found
     body = created(
         service, root=root, project=project, compose_file=compose_file, image_env=image_env, image_id=image_id
     )

@@ -413,6 +413,10 @@ def _write_container(node: SimNode, scenario: Scenario, inventory: inv.Inventory
         shell["NODE_RANK"] = launch.args[0]
     state = json.loads((node.dir / "state.json").read_text())
     image = state["docker"]["images"][0]
+    if not container.compose_accepts(
+        _compose_binary(node), node.dir / "fs", dep.compose_file, inventory.env_file_of(node.name), shell
+    ):  # a compose the node's Compose refuses (a scenario's fault) created nothing: the short inspect stands
+        return
     container.write_created(
         path,
         compose=_compose_binary(node),

@@ -274,8 +274,10 @@ PROCESSES_MARK = "gb10check-proc"  # gb10check/launch/running.py's PROCESSES_SCR
 
 def _created(c: dict[str, Any]) -> dict[str, Any]:
     """The container as Docker created it (sim/container.py wrote it), {} where the sim did not create one."""
+    import os
+
     path = c.get("created_file")
-    if not path:
+    if not path or not os.path.exists(path):  # none was created (a compose its Compose refuses)
         return {}
     with open(path, encoding="utf-8") as f:
         created: dict[str, Any] = json.load(f)

@@ -92,6 +92,8 @@ def _shapes(where: str, tag: str, digits: str) -> dict[str, str]:
         f"{where}: JWT": _jwt(where),
         f"{where}: Slack token": f"xoxb-{digits}-{digits}123-{tag.capitalize()}SlackT0ken",
         f"{where}: password": f"{tag.capitalize()}Passw0rd",
+        f"{where}: NGC API key": "nvapi-" + (tag.capitalize() + "Ngc0_") * 8,
+        f"{where}: Telegram bot token": f"{digits[:9]}:" + ((tag.capitalize() + "Tg-") * 5)[:35],
     }
 
 
@@ -112,14 +114,18 @@ def _said(where: str) -> list[str]:
     s = {k.split(": ", 1)[1]: v for k, v in SHAPED.items() if k.startswith(f"{where}: ")}
     url = f"https://deploy:{s['credentials in a URL']}@registry.example/v2/"
     return [
-        f"key {s['AWS access key id']} pulls {url}",
-        f"session {s['JWT']} notify {s['Slack token']}",
+        f"key {s['AWS access key id']} pulls {url} login {s['NGC API key']}",
+        f"session {s['JWT']} notify {s['Slack token']} via https://api.telegram.org/bot{s['Telegram bot token']}/send",
         f"password {s['password']}",
     ]
 
 
 # each line of _said as the outputs show it, masked: every planted secret was shown, none of it left
-SAID_MASKED = ("key *** pulls https://deploy:***@registry.example/v2/", "session *** notify ***", "password ***")
+SAID_MASKED = (
+    "key *** pulls https://deploy:***@registry.example/v2/ login ***",
+    "session *** notify *** via https://api.telegram.org/bot***/send",
+    "password ***",
+)
 
 
 def secrets_scenario(tmp: Path) -> Path:
