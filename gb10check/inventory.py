@@ -7,6 +7,7 @@ silently fall back to a default).
 from __future__ import annotations
 
 import ipaddress
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -386,6 +387,21 @@ class Cluster(_Strict):
     tensor_parallel_size: int = Field(2, ge=1)
 
 
+class SecretShape(_Strict):
+    """[[secret_shapes]]: a site's own token kind, masked wherever it stands (an internal token prefix).
+    Written as its prefix, the characters that follow it and how many at least: a regex built from those
+    is linear by construction (a regex of the site's own could make every masking call hang)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    prefix: str = Field(min_length=3, max_length=64)
+    alphabet: str = Field("A-Za-z0-9_-", pattern=r"^[A-Za-z0-9_.+/=-]+$")  # the inside of a bracket expression
+    length: int = Field(16, ge=8, le=4096)  # at least this many characters after the prefix
+
+    @property
+    def regex(self) -> str:
+        return f"{re.escape(self.prefix)}[{self.alphabet}]{{{self.length},}}+"
+
+
 class Inventory(_Strict):
     cluster: Cluster = Cluster()
     ssh: SshSettings = SshSettings()
@@ -398,6 +414,7 @@ class Inventory(_Strict):
     history: HistoryRules = HistoryRules()
     nccl_tests: NcclTests | None = None
     rules: RuleSettings = RuleSettings()
+    secret_shapes: list[SecretShape] = []
     source: str = Field("<memory>", exclude=True)
 
     @model_validator(mode="before")

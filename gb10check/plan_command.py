@@ -36,6 +36,7 @@ from gb10check.neutralise import neutralise, neutralise_tree
 from gb10check.node import Node, identifiers, make_transport
 from gb10check.parallel import map_parallel
 from gb10check.redact import protect, redact, redact_tree
+from gb10check.secret_shapes import use_site_shapes
 from gb10check.snapshot import Read, Snapshot
 from gb10check.transport import LocalTransport
 
@@ -440,6 +441,7 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write) ->
                 print(f"gb10check plan: {path} has no [deployment]: nothing to read", file=sys.stderr)
                 return 4
             protect(identifiers(inventory))
+            use_site_shapes((s.id, s.regex, s.prefix) for s in inventory.secret_shapes)
             reports = plans(inventory, running=opts.running, offline=opts.offline, only=opts.node, files=opts.files)
     except GB10Error as exc:
         print(f"gb10check plan: {exc}", file=sys.stderr)

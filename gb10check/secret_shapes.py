@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -122,7 +122,19 @@ def private_key_starts() -> tuple[str, ...]:
     return tuple(p.pattern for p in PrivateKeyDetector().denylist)
 
 
+_site: tuple[Shape, ...] = ()
+
+
+def use_site_shapes(shapes: Iterable[tuple[str, str, str]]) -> None:
+    """A site's own shapes from its inventory ([[secret_shapes]]: id, regex built by the inventory, sample),
+    masked from now on beside the others (for this process)."""
+    global _site
+    _site = tuple(
+        Shape(i, "the inventory's [[secret_shapes]]", re.compile(regex), sample) for i, regex, sample in shapes
+    )
+
+
 def spans(text: str) -> Iterator[tuple[int, int]]:
     """Where a token shape stands in `text` (a bounded stretch: redact's window)."""
-    for shape in load():
+    for shape in (*load(), *_site):
         yield from shape.spans(text)

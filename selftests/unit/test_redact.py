@@ -375,3 +375,32 @@ def test_a_log_line_a_diagnosis_quotes_is_masked_before_any_check_cuts_it():
     findings = diagnosis.log_findings({"n": Snapshot("n", results)}, Catalogue.load())
     assert [f.hint for f in findings] == ["kv-cache-oom"]
     assert "AKIA" not in findings[0].line[:200] and findings[0].line.endswith(" ***")
+
+
+# -- a site's own shapes (issue 32, item 4) --------------------------------------------------------------
+def test_a_site_s_own_token_shape_from_the_inventory_is_masked_wherever_it_stands():
+    from gb10check.inventory import parse_inventory
+
+    text = (
+        '[[nodes]]\nname = "a"\nrank = 0\ntransport = "local"\n'
+        '[[secret_shapes]]\nid = "acme-token"\nprefix = "acme_tok_"\nlength = 20\n'
+    )
+    inventory = parse_inventory(text, "cluster.toml")
+    shape = inventory.secret_shapes[0]
+    try:
+        secret_shapes.use_site_shapes([(shape.id, shape.regex, shape.prefix)])
+        line = "pulling with acme_tok_AbCdEf0123456789xyzQ ok, acme_tok_short stays"
+        assert redact.redact_known(line) == "pulling with *** ok, acme_tok_short stays"
+    finally:
+        secret_shapes.use_site_shapes([])
+    assert redact.redact_known(line) == line
+
+
+def test_a_site_shape_is_refused_where_it_could_not_be_linear():
+    from gb10check.errors import InventoryError
+    from gb10check.inventory import parse_inventory
+
+    bad = '[[nodes]]\nname = "a"\nrank = 0\ntransport = "local"\n'
+    bad += '[[secret_shapes]]\nid = "x"\nprefix = "ab_"\nalphabet = "(a+)+"\n'
+    with pytest.raises(InventoryError, match="alphabet"):
+        parse_inventory(bad, "cluster.toml")
