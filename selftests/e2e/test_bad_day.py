@@ -213,6 +213,28 @@ def test_secrets_of_every_shape_are_shown_masked_in_every_output(secrets_run):
 
 
 @pytest.mark.sim
+def test_detect_secrets_own_scanner_finds_nothing_in_what_the_run_wrote(secrets_run, tmp_path):
+    """Issue 32: detect-secrets' own scanner (its token plugins, as the suite runs them) over every file the
+    run wrote and over its terminal output: zero findings."""
+    from detect_secrets import SecretsCollection
+    from detect_secrets.settings import transient_settings
+
+    from gb10check import secret_shapes
+
+    tmp, run = secrets_run
+    terminal = tmp_path / "terminal.txt"
+    terminal.write_text(run.out)
+    files = [terminal, *(tmp / name for name in bad_day.outputs(tmp, run) if name != "terminal")]
+    plugins = sorted({shape.id.split("[")[0] for shape in secret_shapes.load() if shape.source == "detect-secrets"})
+    found = SecretsCollection()
+    with transient_settings({"plugins_used": [{"name": name} for name in [*plugins, "PrivateKeyDetector"]]}):
+        for path in files:
+            found.scan_file(str(path))
+    findings = {name: [s.type for s in secrets] for name, secrets in found.data.items()}
+    assert len(files) >= 6 and findings == {}, findings
+
+
+@pytest.mark.sim
 def test_a_node_name_that_is_a_dotenv_value_is_never_masked(secrets_run):
     """Issue 17, item 5: rank 1's .env sets X_TOKEN to rank 0's name; that name stays in every output."""
     tmp, run = secrets_run
