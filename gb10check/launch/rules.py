@@ -221,13 +221,17 @@ def _memory_limit(ctx: Context) -> Verdict:
     c = ctx.plan.container
     limit = c.memory.known()
     util = float(ctx.plan.vllm.value("--gpu-memory-utilization") or 0.9)
-    total = ctx.mem_total or 0
     headroom = int(ctx.inventory.thresholds.container_headroom_gib * GIB)
-    budget = int(util * total)
-    expected = (
-        f"no limit, or one above --gpu-memory-utilization {util:g} x MemTotal {gib(total)} = {gib(budget)} "
-        f"with {gib(headroom)} for Python and torch"
-    )
+    if ctx.mem_total is None:  # offline: the node's memory is not known
+        expected = f"no limit, or one above --gpu-memory-utilization {util:g} x the node's MemTotal"
+        if limit is not None:
+            raise NotApplicable(f"{ctx.node}'s MemTotal is not known offline: its memory limit is judged on the node")
+    else:
+        budget = int(util * ctx.mem_total)
+        expected = (
+            f"no limit, or one above --gpu-memory-utilization {util:g} x MemTotal {gib(ctx.mem_total)} = "
+            f"{gib(budget)} with {gib(headroom)} for Python and torch"
+        )
     if limit is None:
         return Verdict(
             "advice",

@@ -121,7 +121,7 @@ class RayCommand:
         return "ray head" if self.head else "ray worker"
 
     def shown(self) -> str:
-        return " ".join(["ray", *(str(a) for a in self.argv)])
+        return " ".join(["ray", "start", *(str(a) for a in self.argv)])
 
 
 def entry_argv(argv: tuple[Value, ...] | list[Value]) -> tuple[str, tuple[Value, ...]] | None:

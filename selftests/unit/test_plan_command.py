@@ -218,3 +218,35 @@ def test_processes_lines_that_are_not_base64_are_refused_with_the_line():
     with pytest.raises(ParseError, match="not base64"):
         parse_processes("gb10check-proc 1 !!!notbase64 \n")
     assert parse_processes("noise\n") == []
+
+
+RAY = Path(__file__).resolve().parents[1] / "data" / "launchers" / "ray-docker-run.sh"
+
+
+def test_a_ray_launcher_is_read_head_and_worker_and_fails_nothing(tmp_path):
+    """A Ray launch script (the head's container runs `ray start --head && vllm serve ... --distributed-executor-
+    backend ray`, the worker's `ray start --block --address=HEAD:6379`): the head's plan is its vLLM, the
+    worker's a Ray worker whose vLLM flags are the head's to judge (skipped, saying so), nothing failed."""
+    files = tmp_path / "deploy"
+    files.mkdir()
+    shutil.copy(RAY, files / "launch.sh")
+    text = EXAMPLE.read_text()
+    text = text.replace(
+        'compose_file = "/home/lenovo/vllm/qwen3.8-flash-next-compose.yml"\nenv_file = "/home/lenovo/vllm/.env"\n',
+        'launch = { script = "/home/lenovo/vllm/launch.sh" }\n',
+    )
+    text = text.replace('transport = "local"\n', 'transport = "local"\nlaunch = { args = ["head"] }\n', 1)
+    worker = 'launch = { script = "/home/lenovo/vllm/launch.sh", args = ["worker", "169.254.94.252"] }'
+    text = text.replace('user = "lenovo"\n', f'user = "lenovo"\n{worker}\n', 1)
+    (tmp_path / "cluster.toml").write_text(text)
+    rc, out = _run(["--cluster", str(tmp_path / "cluster.toml"), "--offline", "--files", str(files), "--json"])
+    head, follower = json.loads(out)["ranks"]
+    assert rc == 0, out
+    assert head["plan"]["role"] == "vllm" and "--distributed-executor-backend ray" in head["plan"]["command"]["argv"]
+    assert follower["plan"]["role"] == "ray worker"
+    assert follower["plan"]["command"]["argv"] == "ray start --block --address=169.254.94.252:6379"
+    skipped = {r["rule"]: r["why"] for r in follower["rules"] if r["outcome"] == "skipped"}
+    assert "headless" in skipped and "Ray worker" in skipped["headless"]
+    assert all(r["outcome"] != "fail" for r in head["rules"] + follower["rules"])
+    limit = {r["rule"]: r for r in head["rules"]}["memory-limit"]
+    assert limit["outcome"] == "advice" and "MemTotal 0.00" not in limit["expected"]  # offline: no memory known
