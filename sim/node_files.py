@@ -544,7 +544,12 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventor
             script = deploy.place(fs, dep.launch.script)
             template = deploy.DOCKER_RUN_TEMPLATE if launcher == "docker-run" else deploy.COMPOSE_UP_TEMPLATE
             script_dir = posixpath.dirname(dep.launch.script)
-            script.write_text(template.read_text(encoding="utf-8").replace("{folder}", script_dir))
+            text = template.read_text(encoding="utf-8").replace("{folder}", script_dir)
+            for old, new in scenario.model.deployment.launcher_edits:
+                if old not in text:
+                    raise SimError(f"{scenario.source}: launcher edit {old!r} does not occur in {template.name}")
+                text = text.replace(old, new)
+            script.write_text(text)
             script.chmod(0o755)
         if service is not None and service.model and not spec.hf.absent:
             hf = merge(

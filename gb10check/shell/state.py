@@ -69,6 +69,7 @@ class State:
     subshell: int = 0
     optind: int = 1
     capture: list[Value] | None = None  # inside $(...): what it prints, else None
+    piped: Value | None = None  # a pipeline stage's standard input: what the stage before it printed
     output: Value | None = None  # what the builtin just run printed (for its `> FILE`)
 
     def copy(self) -> State:

@@ -214,16 +214,24 @@ class Reader(Expander):
         op = cmd.get("Op")
         x, y = cmd.get("X"), cmd.get("Y")
         if op in ("|", "|&"):
-            out = []
-            for part in self._pipeline_parts(cmd):
+            parts = self._pipeline_parts(cmd)
+            piped: Value | None = None
+            for i, part in enumerate(parts):
                 inner = state.copy()
                 inner.subshell += 1
-                for r in self.stmt(part, inner):
+                inner.capture = []  # each stage writes into the pipe: the next one reads it, $(...) the last one's
+                inner.piped = piped if i else state.piped
+                results = self.stmt(part, inner)
+                for r in results:
                     state.ran += [c for c in r.ran[len(state.ran) :] if c not in state.ran]
                     state.notes = list(dict.fromkeys([*state.notes, *r.notes]))
                     state.status = r.status
-            out.append(state)
-            return out
+                printed = [r.capture or [] for r in results]
+                same = all(p == printed[0] for p in printed)  # else the paths print different things
+                piped = join(printed[0], "") if same else self.deferred(part, "the pipeline")
+                if state.capture is not None and i == len(parts) - 1:
+                    state.capture.append(piped)
+            return [state]
         out = []
         assert x is not None and y is not None
         for first in self.stmt(x, state):
@@ -607,7 +615,7 @@ class Reader(Expander):
                         if known is not None
                         else self.files(self.path(target, state)) or Deferred(f"the file {target}", f"<{target}>")
                     )
-        return None
+        return state.piped
 
     @staticmethod
     def _hdoc_part(part: Node) -> Node:
