@@ -328,7 +328,7 @@ class Deployment(_Spec):
     # launcher's shell (sim/deploy/compose-up.sh). A script is `launch = { script, args = [RANK] }` in the inventory
     launcher: Literal["compose", "docker-run", "compose-script"] = "compose"
     compose_edits: list[tuple[str, str]] = []
-    launcher_edits: list[tuple[str, str]] = []  # [old, new] in the launch script (launcher "docker-run", "compose-script")
+    launcher_edits: list[tuple[str, str]] = []  # [old, new] in the launch script ("docker-run", "compose-script")
     hf: Hf = Hf()
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
     nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gb10check import inventory as inv
+from gb10check.errors import DecidedAtStart
 from gb10check.fit import GIB, gib
 from gb10check.launch.plan import LaunchPlan, Source
 from gb10check.nccl import gid_index_param, ib_hca_selects, socket_ifname_matches
@@ -163,25 +164,53 @@ def _restart(ctx: Context) -> Verdict:
     )
 
 
-def _rdma_device(ctx: Context) -> Verdict:
+def _known_env(ctx: Context, name: str) -> str | None:
+    """The variable where the plan knows it; None where it is unset or only the start decides it."""
+    try:
+        return ctx.plan.env(name)
+    except DecidedAtStart:
+        return None
+
+
+def _asks_for_ib(ctx: Context) -> list[str]:
+    """The deployment's own setting that pins NCCL to its IB transport: NCCL_NET=IB (NCCL's net selection
+    takes only the network it names, and stops when that one has no device). NCCL_IB_HCA or NCCL_IB_DISABLE=0
+    do not: without a device NCCL's IB transport initialises none and NCCL takes its socket transport."""
+    net = _known_env(ctx, "NCCL_NET")
+    return [f"NCCL_NET={net}"] if net is not None and net.strip().lower() == "ib" else []
+
+
+def _has_rdma_device(ctx: Context) -> tuple[bool, str]:
     c = ctx.plan.container
     if c.privileged.known():
-        return _pass("the RDMA devices in the container", "privileged: true (every host device)", c.privileged.source)
+        return True, "privileged: true (every host device)"
     devices = c.devices.known() or ()
     rules = c.device_cgroup_rules.known() or ()
     has = any(d == "/dev/infiniband" or d.startswith("/dev/infiniband/uverbs") for d in devices)
     mounted = any(m.target.startswith("/dev/infiniband") for m in c.mounts)
     allowed = any(re.match(r"c 231:", r) for r in rules)  # uverbs' major number
-    ok = has or (mounted and allowed)
-    return _judged(
-        ok,
-        "fail",
+    found = f"devices {', '.join(devices) or 'none'}" + (
+        ", /dev/infiniband bind-mounted without a device cgroup rule for it" if mounted and not allowed else ""
+    )
+    return has or (mounted and allowed), found
+
+
+def _rdma_device(ctx: Context) -> Verdict:
+    """Without /dev/infiniband/uverbs* NCCL's IB transport finds no device (ncclIbInit: ibv_get_device_list)
+    and NCCL falls back to its socket transport: the start works, slower (advisory), unless the deployment
+    pins NCCL to IB itself (NCCL_NET=IB: NCCL stops): then it fails."""
+    ok, found = _has_rdma_device(ctx)
+    if ok:
+        return _pass("the RDMA devices in the container", found, ctx.plan.container.privileged.source)
+    asked = _asks_for_ib(ctx)
+    return Verdict(
+        "fail" if asked else "advisory",
         "/dev/infiniband in the container (devices:, --device, or privileged)",
-        f"devices {', '.join(devices) or 'none'}"
-        + (", /dev/infiniband bind-mounted without a device cgroup rule for it" if mounted and not allowed else ""),
+        found + (f"; the deployment pins NCCL to IB: {', '.join(asked)}" if asked else ""),
         "without /dev/infiniband/uverbs* NCCL finds no IB device and runs every collective over TCP sockets on "
-        "the cable that RoCE should carry (NET/Socket), an order of magnitude slower",
-        c.devices.source,
+        "the cable that RoCE should carry (NET/Socket), an order of magnitude slower"
+        + ("; with NCCL_NET=IB NCCL finds no network at all and the start fails" if asked else ""),
+        ctx.plan.container.devices.source,
     )
 
 
@@ -189,6 +218,10 @@ def _memory_pinning(ctx: Context) -> Verdict:
     """Linux drivers/infiniband/core/umem.c ib_umem_get: pinning fails with ENOMEM only when the pages would
     exceed RLIMIT_MEMLOCK and the process lacks CAP_IPC_LOCK; either one lets RDMA register NCCL's buffers."""
     c = ctx.plan.container
+    if not _has_rdma_device(ctx)[0]:
+        raise NotApplicable(
+            "the container has no RDMA device: NCCL runs over sockets and registers no memory (rdma-device says so)"
+        )
     caps = c.cap_add.known() or ()
     memlock = c.memlock.known()
     if c.all_capabilities or "IPC_LOCK" in caps:

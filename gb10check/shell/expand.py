@@ -43,9 +43,35 @@ class Expander:
 
     # -- words --------------------------------------------------------------------------------------------
     def fields(self, word: Node, state: State) -> list[Value]:
-        """The words one argument becomes (split, "$@" spread, empty unquoted expansions gone)."""
-        pieces = self.pieces(word, state, quoted=False, first=True)
-        return split(pieces)
+        """The words one argument becomes (braces expanded, split, "$@" spread, empty unquoted expansions
+        gone)."""
+        out: list[Value] = []
+        for one in self.braces(word):
+            out += split(self.pieces(one, state, quoted=False, first=True))
+        return out
+
+    def braces(self, word: Node) -> list[Node]:
+        """bash's brace expansion, before every other (`{1..60}`, `{a,b}x`): the word once per alternative.
+        Only in an unquoted literal part of the word, as bash; sh (dash) has none."""
+        if getattr(self, "posix", False):
+            return [word]
+        parts = word.get("Parts") or []
+        for i, part in enumerate(parts):
+            if part.get("Type") != "Lit":
+                continue
+            found = patterns.brace(part.get("Value", ""))
+            if found is None:
+                continue
+            start, end, alternatives = found
+            text = part.get("Value", "")
+            words: list[Node] = []
+            for alt in alternatives:
+                lit = {**part, "Value": text[:start] + alt + text[end:]}
+                words += self.braces({**word, "Parts": [*parts[:i], lit, *parts[i + 1 :]]})
+                if len(words) > patterns.MAX_BRACE_WORDS:
+                    raise self.fail(word, f"the brace expansion makes more than {patterns.MAX_BRACE_WORDS} words")
+            return words
+        return [word]
 
     def fields_of(self, words: list[Node], state: State) -> list[Value]:
         out: list[Value] = []

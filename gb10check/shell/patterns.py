@@ -231,3 +231,96 @@ FILE_TESTS = frozenset(
 
 def numeric(op: str, a: int, b: int) -> bool:
     return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-gt": a > b, "-le": a <= b, "-ge": a >= b}[op]
+
+
+MAX_BRACE_WORDS = 4096  # more words than a launch script's loop over node numbers makes
+
+
+def brace(text: str) -> tuple[int, int, list[str]] | None:
+    """The first brace expansion bash makes of an unquoted literal: (start, end, the alternatives), a
+    `{A,B}` list or a `{X..Y[..STEP]}` sequence of integers or letters; None when there is none (`{}`,
+    `{a}`, an escaped brace, `${`)."""
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "{" and not (i and text[i - 1] == "$"):
+            end = _brace_end(text, i)
+            if end is not None:
+                body = text[i + 1 : end]
+                alternatives = _alternatives(body)
+                if alternatives is None:
+                    alternatives = _sequence(body)
+                if alternatives is not None:
+                    return i, end + 1, alternatives
+        i += 1
+    return None
+
+
+def _brace_end(text: str, start: int) -> int | None:
+    depth, i = 0, start
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _alternatives(body: str) -> list[str] | None:
+    out, depth, current, i = [], 0, "", 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            current += body[i : i + 2]
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(current)
+            current = ""
+        else:
+            current += c
+        i += 1
+    out.append(current)
+    return out if len(out) > 1 else None
+
+
+_SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def _sequence(body: str) -> list[str] | None:
+    m = _SEQUENCE.fullmatch(body)
+    if m is None:
+        return None
+    a, b, step_text = m[1], m[2], m[3]
+    step = abs(int(step_text)) if step_text else 1
+    step = step or 1
+    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+        return None  # bash leaves {1..z} as it is
+    if a.lstrip("-").isdigit():
+        x, y = int(a), int(b)
+        if abs(y - x) // step + 1 > MAX_BRACE_WORDS:
+            return None
+        width = (
+            max(len(a), len(b))
+            if (a.lstrip("-").startswith("0") and len(a.lstrip("-")) > 1)
+            or (b.lstrip("-").startswith("0") and len(b.lstrip("-")) > 1)
+            else 0
+        )
+        values = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
+        return [f"{v:0{width}d}" if width else str(v) for v in values]
+    x, y = ord(a), ord(b)
+    values = range(x, y + 1, step) if x <= y else range(x, y - 1, -step)
+    return [chr(v) for v in values]

@@ -207,3 +207,19 @@ def test_fabric_rules_do_not_apply_to_a_node_alone(rule_id):
     assert "[[rails]]" not in alone and "[control]" not in alone
     with pytest.raises(NotApplicable, match=r"rails|control plane"):
         _rule(rule_id).check(_context(0, inventory_text=alone))
+
+
+def test_without_rdma_devices_nccl_runs_over_sockets_unless_the_deployment_pins_ib():
+    """No /dev/infiniband: NCCL's IB transport finds no device and NCCL takes its socket transport, which
+    works, slower (advisory, whatever NCCL_IB_HCA or NCCL_IB_DISABLE=0 say), and pins no memory (memory-pinning
+    does not apply); a deployment that pins NCCL to IB (NCCL_NET=IB) stops at start, and fails."""
+    no_device = COMPOSE.replace("    devices:\n      - /dev/infiniband:/dev/infiniband\n", "")
+    assert no_device != COMPOSE
+    verdict = _rule("rdma-device").check(_context(1, no_device))
+    assert verdict.outcome == "advisory" and "order of magnitude slower" in verdict.why
+    pinned = no_device.replace("      - NCCL_IB_DISABLE=0\n", "      - NCCL_IB_DISABLE=0\n      - NCCL_NET=IB\n")
+    assert pinned != no_device
+    stops = _rule("rdma-device").check(_context(1, pinned))
+    assert stops.outcome == "fail" and "NCCL_NET=IB" in stops.found
+    with pytest.raises(NotApplicable, match="no RDMA device"):
+        _rule("memory-pinning").check(_context(1, no_device.replace("      - IPC_LOCK", "      - SYS_NICE")))
