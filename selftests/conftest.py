@@ -14,14 +14,57 @@ def capture():
     return lambda name: (DATA / name).read_text(encoding="utf-8")
 
 
+UNIT = Path(__file__).parent / "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection, which then sees `quick`
 def pytest_collection_modifyitems(config, items):
+    """`quick`: the unit tests that need no simulated cluster and are not `slow` (the loop to run while
+    working: `pytest selftests -m quick`); `sim` tests skip, saying why, where the sim cannot run."""
     from sim.cluster import why_not_available
 
+    left_out = {"e2e": 0, "sim": 0, "slow": 0}
+    for item in items:
+        if UNIT not in Path(item.path).parents:
+            left_out["e2e"] += 1
+        elif "sim" in item.keywords:
+            left_out["sim"] += 1
+        elif "slow" in item.keywords:
+            left_out["slow"] += 1
+        else:
+            item.add_marker(pytest.mark.quick)
+    config.stash[LEFT_OUT] = left_out
     reason = why_not_available()
     if reason:
         for item in items:
             if "sim" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+LEFT_OUT = pytest.StashKey[dict[str, int]]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """What the quick set left out, and what the suite runs of this session cost (shared runs counted)."""
+    from selftests.e2e import runner
+
+    write = terminalreporter.write_line
+    if "quick" in (config.option.markexpr or "") and LEFT_OUT in config.stash:
+        left = config.stash[LEFT_OUT]
+        write(
+            f"quick set: left out {left['e2e']} e2e, {left['sim']} sim and {left['slow']} slow tests; "
+            "`pytest selftests` runs every test"
+        )
+    if runner.RECORD:
+        ran = [r for r in runner.RECORD if not r.shared]
+        seconds = sum(r.seconds for r in ran)
+        twice = sorted({r.key for r in ran if sum(1 for o in ran if o.key == r.key) > 1}, key=str)
+        write(
+            f"suite runs: {len(ran)} run ({seconds:.0f} s), {len(runner.RECORD) - len(ran)} shared"
+            + (f"; run more than once (asked for): {len(twice)}" if twice else "")
+        )
+        for key in twice:
+            write(f"  more than once: {' '.join(key[0])}")
 
 
 @pytest.fixture(scope="session")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -21,6 +25,8 @@ class SuiteRun:
     pid: int
     junit: dict[str, dict]  # test id "file::name[param]" -> {"outcome", "message", "properties"}
     summary: dict | None
+    seconds: float = 0.0  # how long the run took (a shared run: the run it was shared from)
+    shared: bool = field(default=False, compare=False)  # this test's copy of an earlier identical run
 
     def skipped(self) -> dict[str, str]:
         """Skipped test id -> the reason."""
@@ -103,6 +109,7 @@ def start_suite(tmp: Path, *args: str, env: dict[str, str] | None = None) -> sub
 
 def finish(proc: subprocess.Popen[str], tmp: Path, timeout: float = 120) -> SuiteRun:
     """Wait for a started run (bounded) and read what it left."""
+    start = time.monotonic()
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -112,18 +119,97 @@ def finish(proc: subprocess.Popen[str], tmp: Path, timeout: float = 120) -> Suit
     reports = tmp / "reports"
     summary_path = reports / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
-    return SuiteRun(proc.returncode, out, proc.pid, _read_junit(reports / "junit.xml"), summary)
+    return SuiteRun(
+        proc.returncode, out, proc.pid, _read_junit(reports / "junit.xml"), summary, time.monotonic() - start
+    )
 
 
-def run_suite(tmp: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> SuiteRun:
-    return finish(start_suite(tmp, *args, env=env), tmp, timeout)
+# -- runs shared within a self-test session ----------------------------------------------------------
+# A suite run is a whole cluster brought up and checked: the most expensive thing the self-tests do. Two
+# tests that run the suite with the same arguments and environment into a fresh reports folder get the
+# same run: the first runs it, the others get a copy (its output, JUnit, summary, and its reports folder
+# copied into theirs). A run is shared only when nothing outside its arguments can change it: its reports
+# folder is new, no argument names a path (a scenario file of run_scenario is keyed by its text), and the
+# test did not ask for a run of its own (shared=False: a run whose side effects are the point).
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    key: tuple
+    seconds: float
+    shared: bool
+
+
+RECORD: list[RunRecord] = []  # every run_suite of this session, in order (the terminal summary counts them)
+_SHARED: dict[tuple, tuple[SuiteRun, Path]] = {}
+
+
+def _canonical(args: tuple[str, ...]) -> tuple[str, ...]:
+    """`--sim`, `--sim healthy` and `--sim=healthy` are one run (the option's default scenario is healthy)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--sim":
+            following = args[i + 1] if i + 1 < len(args) else None
+            if following is not None and not following.startswith("-"):
+                out.append(f"--sim={following}")
+                i += 2
+                continue
+            out.append("--sim=healthy")
+        else:
+            out.append(arg)
+        i += 1
+    return tuple(out)
+
+
+def run_key(tmp: Path, args: tuple[str, ...], env: dict[str, str] | None, body: str | None = None) -> tuple | None:
+    """What makes two runs the same run, or None when this one cannot be shared."""
+    if (tmp / "reports").exists():
+        return None  # an earlier run's reports (history, last-run files) may change this one
+    words = _canonical(args)
+    if body is not None:
+        words = tuple("--sim=<scenario text>" if w == f"--sim={tmp / 'scenario.toml'}" else w for w in words)
+    if any("/" in w for w in words):
+        return None  # a path: a file of the test's own, whose text the key does not know
+    return (words, tuple(sorted((env or {}).items())), body)
+
+
+def _run(tmp: Path, args: tuple[str, ...], env, timeout: float, shared: bool, body: str | None) -> SuiteRun:
+    key = run_key(tmp, args, env, body) if shared else None
+    if key is not None and key in _SHARED:
+        run, reports = _SHARED[key]
+        shutil.copytree(reports, tmp / "reports")
+        RECORD.append(RunRecord(key, 0.0, True))
+        return dataclasses.replace(copy.deepcopy(run), shared=True)
+    run = finish(start_suite(tmp, *args, env=env), tmp, timeout)
+    RECORD.append(RunRecord(key or (_canonical(args), tuple(sorted((env or {}).items())), body), run.seconds, False))
+    if key is not None:
+        kept = tmp.parent / f"{tmp.name}.shared-reports"
+        if (tmp / "reports").exists() and not kept.exists():
+            shutil.copytree(tmp / "reports", kept)  # the test may change its own reports afterwards
+            _SHARED[key] = (copy.deepcopy(run), kept)
+    return run
+
+
+def run_suite(
+    tmp: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120, shared: bool = True
+) -> SuiteRun:
+    """The suite with these arguments, run to its end (bounded by timeout); an identical earlier run of
+    this session shared unless shared=False."""
+    return _run(tmp, args, env, timeout, shared, None)
 
 
 def run_scenario(tmp: Path, body: str, *args: str, **kwargs: object) -> SuiteRun:
     """The suite against a scenario file of the test's own (its TOML text)."""
     scenario = tmp / "scenario.toml"
+    tmp.mkdir(parents=True, exist_ok=True)
     scenario.write_text(body)
-    return run_suite(tmp, f"--sim={scenario}", *args, **kwargs)  # type: ignore[arg-type]
+    env = kwargs.pop("env", None)
+    timeout = kwargs.pop("timeout", 120)
+    shared = kwargs.pop("shared", True)
+    assert not kwargs, kwargs
+    return _run(tmp, (f"--sim={scenario}", *args), env, timeout, bool(shared), body)  # type: ignore[arg-type]
 
 
 def sim_leftovers(pid: int) -> list[str]:

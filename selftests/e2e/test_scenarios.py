@@ -383,7 +383,7 @@ def test_a_killed_run_is_cleaned_by_the_next(tmp_path):
     left = sim_leftovers(proc.pid)
     assert left, "SIGKILL should have left the sim behind"
     assert f"gb10sim-{proc.pid}-sw" in left  # the switches' namespace (the LAN's bridge), cleaned too
-    run_suite(tmp_path / "next", "--sim", "-m", "preflight")
+    run_suite(tmp_path / "next", "--sim", "-m", "preflight", shared=False)  # its cleaning is the point
     assert sim_leftovers(proc.pid) == []
 
 

@@ -55,6 +55,7 @@ def _trickle_server(phase: str):
     return _loopback_server(answer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickling_server_is_cut_off_at_the_deadline(phase):
     port, stop = _trickle_server(phase)
@@ -105,6 +106,7 @@ def _silent_after_headers():
     return _loopback_server(answer)
 
 
+@pytest.mark.slow
 def test_the_limit_that_fired_is_the_one_named():
     """Headers, then silence: the read timeout (1 s here) ends it, not the 5 s total; say which."""
     port, stop = _silent_after_headers()
@@ -121,6 +123,7 @@ def test_the_limit_that_fired_is_the_one_named():
     assert caught.value.hint_ids == ("service-timeout",)
 
 
+@pytest.mark.slow
 def test_the_total_bound_is_named_when_it_fires():
     port, stop = _trickle_server("body")
     client = api_client(port, request_timeout=2.5, read_timeout=1.5)  # a byte a second: never 1.5 s silent

@@ -55,6 +55,7 @@ def test_nothing_is_raised_when_no_signal_came(handler):
     assert not interrupt.interrupted()
 
 
+@pytest.mark.slow
 def test_an_interrupt_that_a_finalizer_swallowed_stops_the_run_before_the_next_check(subprocess_suite):
     pytester = subprocess_suite
     # the signal lands in a __del__: Python reports the KeyboardInterrupt as unraisable and carries on
@@ -85,6 +86,7 @@ def test_an_interrupt_that_a_finalizer_swallowed_stops_the_run_before_the_next_c
     assert {row["check"] for row in summary["checks"]} <= {"test_first"}, summary["checks"]
 
 
+@pytest.mark.slow
 def test_a_signal_during_collection_is_an_interrupted_run_never_an_internal_error(subprocess_suite):
     pytester = subprocess_suite
     # SIGTERM lands in code that cannot take an exception: CPython's compile() turned the

@@ -15,12 +15,11 @@ from gb10check.parsers import docker, kernel_log, vllm_log
 from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus
 from gb10check.parsers.kernel_log import parse_kernel_log
 from gb10check.parsers.vllm_log import MILESTONES, milestones, parse_docker_log
-from selftests import adversarial
+from selftests import adversarial, linear
 
-# each of these takes well under a second on an idle machine; unbounded, the same inputs take hours
-# (`Gloo.*timeout` over one line of 2.5 million "Gloo ")
-BUDGET = 20.0
-TEN_MB = 10_000_000
+# each is linear (selftests/linear.py: 16 times the text, at most 48 times the time); unbounded, the
+# same inputs take hours (`Gloo.*timeout` over one line of 2.5 million "Gloo ")
+SMALL = 128_000
 STAMP = "2025-01-01T00:00:00.000000000Z"
 
 
@@ -30,39 +29,52 @@ def _timed(function, *args):
     return result, time.perf_counter() - start
 
 
-def test_a_10mb_container_log_line_is_read_as_its_head_saying_how_much_was_left_out():
-    text = f"{STAMP} Launching vLLM headless\n{STAMP} " + adversarial.fill("Launching vLLM ", TEN_MB) + "\n"
-    lines, seconds = _timed(parse_docker_log, text)
-    reached, more = _timed(milestones, lines)
-    assert seconds + more < BUDGET, f"{seconds + more:.1f} s"
+def _container_log(size: int) -> str:
+    return f"{STAMP} Launching vLLM headless\n{STAMP} " + adversarial.fill("Launching vLLM ", size) + "\n"
+
+
+@pytest.mark.slow
+def test_a_long_container_log_line_is_read_as_its_head_saying_how_much_was_left_out():
+    def read(text: str) -> tuple[list, list]:
+        lines = parse_docker_log(text)
+        return lines, milestones(lines)
+
+    lines, reached = linear.assert_linear(read, _container_log, SMALL)
     assert [r.milestone for r in reached] == ["headless worker launched"]
     long = lines[1].text
     assert len(long) < parsers.MAX_LINE + 100 and long.startswith("Launching vLLM Launching")
-    cut = len(STAMP) + 1 + TEN_MB - parsers.MAX_LINE  # the stamp is part of the line docker printed
+    cut = len(STAMP) + 1 + SMALL * linear.FACTOR - parsers.MAX_LINE  # the stamp is part of the line docker printed
     assert long.endswith(f"[gb10check: {cut} more characters of this line not read]")
     assert lines[1].at == datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def test_a_10mb_kernel_log_line_is_read_as_its_head():
-    text = "gb10check: kernel log lines 2\n[ 1.0] " + adversarial.fill("NVRM: Xid (", TEN_MB) + "\n"
-    log, seconds = _timed(parse_kernel_log, text)
-    assert seconds < BUDGET, f"{seconds:.1f} s"
+@pytest.mark.slow
+def test_a_long_kernel_log_line_is_read_as_its_head():
+    def make(size: int) -> str:
+        return "gb10check: kernel log lines 2\n[ 1.0] " + adversarial.fill("NVRM: Xid (", size) + "\n"
+
+    log = linear.assert_linear(parse_kernel_log, make, SMALL)
     assert log.lines == 2 and log.events == ()
 
 
-def test_a_10mb_line_of_a_container_gpu_failure_is_read_bounded():
-    text = adversarial.fill('could not select device driver "', TEN_MB)
-    result, seconds = _timed(parse_container_gpus, text + "\nError: exit 1\n")
-    assert seconds < BUDGET, f"{seconds:.1f} s"
+@pytest.mark.slow
+def test_a_long_line_of_a_container_gpu_failure_is_read_bounded():
+    def make(size: int) -> str:
+        return adversarial.fill('could not select device driver "', size) + "\nError: exit 1\n"
+
+    result = linear.assert_linear(parse_container_gpus, make, SMALL)
     assert isinstance(result, ContainerGpuFailure) and result.kind == "other"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("literal", ["Gloo", "c10d", "Unexpected keyword argument", "trees/", "The model `"])
-def test_symptoms_are_matched_on_bounded_lines_of_a_10mb_text(literal):
+def test_symptoms_are_matched_on_bounded_lines_of_a_long_text(literal):
     catalogue = Catalogue.load()
-    text = adversarial.fill(literal + " ", TEN_MB) + "\nGloo connectFullMesh failed\n"
-    found, seconds = _timed(catalogue.match, text)
-    assert seconds < BUDGET, f"{seconds:.1f} s"
+
+    def make(size: int) -> str:
+        return adversarial.fill(literal + " ", size) + "\nGloo connectFullMesh failed\n"
+
+    found = linear.assert_linear(catalogue.match, make, SMALL)
     assert "gloo-connect" in {h.id for h in found} or found, [h.id for h in found]
 
 

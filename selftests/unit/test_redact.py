@@ -17,7 +17,7 @@ from gb10check.hints import Catalogue
 from gb10check.snapshot import Snapshot
 from gb10check.transport import CommandResult
 from gb10check.verdict import CheckFailed, Evidence
-from selftests import adversarial
+from selftests import adversarial, linear
 
 
 @pytest.fixture(autouse=True)
@@ -96,11 +96,10 @@ def test_every_error_excerpt_and_found_value_passes_the_step():
 
 
 # -- linear, whatever a node prints (issue 17, item 1) ------------------------------------------------
-# A generous bound for a busy two-core machine, about 20x the time on an idle one (1.4 s for 10 MB of
-# the issue's run, 2 s for 1 MB of keyword-dense text); the quadratic masking took 33 s on 40 kB, and
-# would take days on 10 MB.
-BUDGET_10MB = 30.0
-BUDGET_1MB_DENSE = 40.0
+# Proven by a ratio (selftests/linear.py): 16 times the text may cost at most 48 times the time (the
+# quadratic masking of issue 17 took 33 s on 40 kB: 256 times per 16); 2 MB is the larger text, above
+# the 64 kB window and the harvested literals' bounds.
+SMALL = 128_000
 
 
 def _timed(function, *args):
@@ -109,26 +108,25 @@ def _timed(function, *args):
     return result, time.perf_counter() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask", [redact.redact, redact.redact_known], ids=["redact", "redact_known"])
-def test_ten_megabytes_of_one_name_run_are_masked_in_linear_time(mask):
-    text = adversarial.run_of_name_characters(10_000_000)
-    out, seconds = _timed(mask, text)
-    assert out == text  # no secret in it
-    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 10 MB"
+def test_a_long_name_run_is_masked_in_linear_time(mask):
+    text = adversarial.run_of_name_characters(SMALL * linear.FACTOR)
+    assert linear.assert_linear(mask, adversarial.run_of_name_characters, SMALL) == text  # no secret in it
 
 
-def test_a_10mb_value_of_a_secret_name_is_masked_whole_in_linear_time():
-    text = "HF_TOKEN=" + adversarial.run_of_name_characters(10_000_000) + " next"
-    out, seconds = _timed(redact.redact, text)
-    assert out == "HF_TOKEN=*** next"
-    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 10 MB"
+@pytest.mark.slow
+def test_a_long_value_of_a_secret_name_is_masked_whole_in_linear_time():
+    def make(size: int) -> str:
+        return "HF_TOKEN=" + adversarial.run_of_name_characters(size) + " next"
+
+    assert linear.assert_linear(redact.redact, make, SMALL) == "HF_TOKEN=*** next"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask", [redact.redact, redact.redact_known], ids=["redact", "redact_known"])
 def test_keyword_dense_text_is_masked_in_linear_time(mask):
-    text = adversarial.keyword_dense(1_000_000)
-    _, seconds = _timed(mask, text)
-    assert seconds < BUDGET_1MB_DENSE, f"{seconds:.1f} s for 1 MB"
+    linear.assert_linear(mask, adversarial.keyword_dense, SMALL // 4)
 
 
 OWN = {name: getattr(redact, name) for name in ("_ASSIGNED", "_OPTION", "_SPOKEN", "_BEARER")}
@@ -160,6 +158,7 @@ def _fastest(shape: secret_shapes.Shape, text: str, runs: int = 3) -> float:
     return min(times)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape_id", list(SHAPES_BY_ID))
 def test_every_token_shape_is_linear_on_long_adversarial_text(shape_id):
     """Every token shape, detect-secrets' plugins' patterns as gb10check runs them (on the window, or at each
@@ -315,6 +314,7 @@ def _constants(path):
             yield node.lineno, node.value
 
 
+@pytest.mark.slow
 def test_the_suites_own_words_pass_the_last_line_of_defence_unchanged():
     """Every message, hint and report text the suite writes passes `redact_known` (errors, checks,
     reports) as it was written: no word of the suite is a token's shape, or one of its names."""
@@ -350,6 +350,7 @@ def test_a_dotenv_error_reads_as_the_suite_wrote_it_and_masks_what_it_quotes():
     assert "HF_TOKEN=***" in message
 
 
+@pytest.mark.slow
 def test_a_flood_of_secret_assignments_registers_a_bounded_number_of_values():
     """Every registered value is looked for in every later text: a node that prints 20,000 distinct
     `API_KEY=...` lines must not make each message cost 20,000 searches, nor crowd out the values of
@@ -357,10 +358,9 @@ def test_a_flood_of_secret_assignments_registers_a_bounded_number_of_values():
     redact.register_assigned("".join(f"API_KEY=flooded-value-{i:06d}\n" for i in range(20_000)))
     redact.register_assigned("HF_TOKEN=read-after-the-flood\n")
     assert len(redact._literals) <= redact.MAX_HARVESTED + 1
-    text = adversarial.fill("flooded-value-019999 read-after-the-flood API_KEY=flooded-value-019998 ", 1_000_000)
-    out, seconds = _timed(redact.redact, text)
+    unit = "flooded-value-019999 read-after-the-flood API_KEY=flooded-value-019998 "
+    out = linear.assert_linear(redact.redact, lambda size: adversarial.fill(unit, size), SMALL // 2)
     assert "read-after-the-flood" not in out and "flooded-value-019998" not in out
-    assert seconds < BUDGET_10MB, f"{seconds:.1f} s for 1 MB"
 
 
 def test_a_log_line_a_diagnosis_quotes_is_masked_before_any_check_cuts_it():

@@ -245,6 +245,7 @@ def test_the_layout_addresses_are_distinct_per_rail():
 FAULTS = [n for n in builtin_names() if load_scenario(n).topology == "pair" and n != "healthy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", ["healthy-ring3", "healthy-switch4", "healthy-switch8"])
 def test_every_pair_fault_loads_over_every_shape(base):
     """Each of the pair's faults names its nodes by rank, so it is a valid scenario over any shape;

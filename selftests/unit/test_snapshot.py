@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from gb10check.snapshot import Probe, build_script, new_boundary, split_output
 
 
@@ -65,6 +67,7 @@ def test_a_cut_short_script_marks_the_missing_probes_timed_out():
     assert res["b"].timed_out and res["b"].rc is None and res["b"].stdout == "partial"
 
 
+@pytest.mark.slow
 def test_a_flooding_probe_is_cut_on_the_node_and_costs_only_itself(tmp_path):
     """A tool that prints forever stops at the file limit (EFBIG, no core dump), a 20 MiB output is sent as
     its head and tail with its size; the probes beside them answer as ever, and the node keeps no copy."""

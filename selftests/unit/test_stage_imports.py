@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROJECT = Path(__file__).resolve().parents[2]
 # the service's HTTP clients, report.html's plots, the Prometheus writer: none is needed to start a snapshot
 HEAVY = ("openai", "httpx", "httpcore", "jinja2", "prometheus_client", "importlib_metadata")
@@ -67,11 +69,13 @@ def _preflight(tmp_path: Path, *args: str) -> dict[str, list[str]]:
     return loaded
 
 
+@pytest.mark.slow
 def test_the_snapshot_starts_before_any_stage_library_is_imported(tmp_path):
     loaded = _preflight(tmp_path)
     assert loaded["configure"] == [], f"imported before the first node is contacted: {loaded['configure']}"
 
 
+@pytest.mark.slow
 def test_a_preflight_run_never_imports_the_service_clients_nor_the_plots(tmp_path):
     loaded = _preflight(tmp_path)
     assert not set(NOT_IN_PREFLIGHT) & set(loaded["end"]), loaded["end"]
