@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,38 +59,38 @@ def pytest_terminal_summary(terminalreporter, config):
             f"quick set: left out {left['e2e']} e2e, {left['sim']} sim and {left['slow']} slow tests; "
             "`pytest selftests` runs every test"
         )
-    if runner.RECORD:
-        ran = [r for r in runner.RECORD if not r.shared]
-        seconds = sum(r.seconds for r in ran)
-        twice = sorted({r.key for r in ran if sum(1 for o in ran if o.key == r.key) > 1}, key=str)
+    ran = [r for r in runner.records() if not r["shared"]]
+    if ran:
+        shared = len(runner.records()) - len(ran)
+        seconds = sum(r["seconds"] for r in ran)
+        keys = [json.dumps([r["args"], r["env"], r["body"]]) for r in ran]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
         write(
-            f"suite runs: {len(ran)} run ({seconds:.0f} s), {len(runner.RECORD) - len(ran)} shared"
+            f"suite runs: {len(ran)} run ({seconds:.0f} s), {shared} shared"
             + (f"; run more than once (asked for): {len(twice)}" if twice else "")
         )
         for key in twice:
-            write(f"  more than once: {' '.join(key[0])}")
+            write(f"  more than once: {' '.join(json.loads(key)[0])}")
 
 
-@pytest.fixture(scope="session")
-def sim_healthy():
-    """The healthy simulated cluster, up for the whole self-test session."""
-    from sim.cluster import SimCluster, why_not_available
-    from sim.scenario import load_scenario
+def pytest_configure(config):
+    """The session's folder of shared suite runs (selftests/e2e/runner.py), made once, before `-n`'s
+    workers start (they inherit it), removed by the process that made it."""
+    from selftests.e2e import runner
 
-    reason = why_not_available()
-    if reason:
-        pytest.skip(reason)
-    sim = SimCluster(load_scenario("healthy"))
-    sim.up()
-    yield sim
-    sim.down()
+    if hasattr(config, "workerinput") or os.environ.get(runner.SHARED_ENV):
+        return
+    os.environ[runner.SHARED_ENV] = tempfile.mkdtemp(prefix="gb10-selftest-runs-")
+    config.stash[SHARED_MADE] = os.environ[runner.SHARED_ENV]
 
 
-@pytest.fixture
-def in_rank0(sim_healthy):
-    """Run this test's main thread (and threads it starts) in rank 0's network namespace."""
-    from sim import netns
+def pytest_unconfigure(config):
+    from selftests.e2e import runner
 
-    previous = netns.enter(sim_healthy.api_namespace)
-    yield sim_healthy
-    netns.leave(previous)
+    made = config.stash.get(SHARED_MADE, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop(runner.SHARED_ENV, None)
+
+
+SHARED_MADE = pytest.StashKey[str]()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import copy
+import atexit
 import dataclasses
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -94,7 +97,7 @@ def start_suite(tmp: Path, *args: str, env: dict[str, str] | None = None) -> sub
     """The suite as a user starts it, in the background (for signals sent mid-run)."""
     # CI and BUILD_NUMBER make pytest print whole failure messages in its short summary: the self-tests
     # run the suite the same everywhere (test_bad_day runs it under CI=true on purpose)
-    full_env = {k: v for k, v in os.environ.items() if k not in ("GB10_CLUSTER", "CI", "BUILD_NUMBER")}
+    full_env = {k: v for k, v in os.environ.items() if k not in ("GB10_CLUSTER", "CI", "BUILD_NUMBER", SHARED_ENV)}
     full_env.update(env or {})
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--reports-dir={tmp / 'reports'}", *args],
@@ -128,20 +131,35 @@ def finish(proc: subprocess.Popen[str], tmp: Path, timeout: float = 120) -> Suit
 # A suite run is a whole cluster brought up and checked: the most expensive thing the self-tests do. Two
 # tests that run the suite with the same arguments and environment into a fresh reports folder get the
 # same run: the first runs it, the others get a copy (its output, JUnit, summary, and its reports folder
-# copied into theirs). A run is shared only when nothing outside its arguments can change it: its reports
-# folder is new, no argument names a path (a scenario file of run_scenario is keyed by its text), and the
-# test did not ask for a run of its own (shared=False: a run whose side effects are the point).
+# copied into theirs), in this process or in another worker of the same session (`-n 2`): a worker that
+# wants a run another is making waits for it (a lock per run; the other's run is bounded by its timeout).
+# A run is shared only when nothing outside its arguments can change it: its reports folder is new, no
+# argument names a path (a scenario file of run_scenario is keyed by its text), and the test did not ask
+# for a run of its own (shared=False: a run whose side effects are the point).
+SHARED_ENV = "GB10_SELFTEST_RUNS"  # the session's folder of shared runs (selftests/conftest.py makes it)
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    key: tuple
-    seconds: float
-    shared: bool
+def shared_root() -> Path:
+    root = os.environ.get(SHARED_ENV)
+    if not root:  # the runner used outside the self-tests' session: this process's own folder
+        root = tempfile.mkdtemp(prefix="gb10-selftest-runs-")
+        os.environ[SHARED_ENV] = root
+        atexit.register(shutil.rmtree, root, True)
+    return Path(root)
 
 
-RECORD: list[RunRecord] = []  # every run_suite of this session, in order (the terminal summary counts them)
-_SHARED: dict[tuple, tuple[SuiteRun, Path]] = {}
+def records() -> list[dict]:
+    """Every suite run of this session, from every worker: {"args", "seconds", "shared"}."""
+    path = shared_root() / "record.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _record(key: tuple, seconds: float, shared: bool) -> None:
+    line = json.dumps({"args": list(key[0]), "env": key[1], "body": key[2], "seconds": seconds, "shared": shared})
+    with open(shared_root() / "record.jsonl", "a", encoding="utf-8") as f:  # one write per line: appends whole
+        f.write(line + "\n")
 
 
 def _canonical(args: tuple[str, ...]) -> tuple[str, ...]:
@@ -177,19 +195,29 @@ def run_key(tmp: Path, args: tuple[str, ...], env: dict[str, str] | None, body: 
 
 def _run(tmp: Path, args: tuple[str, ...], env, timeout: float, shared: bool, body: str | None) -> SuiteRun:
     key = run_key(tmp, args, env, body) if shared else None
-    if key is not None and key in _SHARED:
-        run, reports = _SHARED[key]
-        shutil.copytree(reports, tmp / "reports")
-        RECORD.append(RunRecord(key, 0.0, True))
-        return dataclasses.replace(copy.deepcopy(run), shared=True)
-    run = finish(start_suite(tmp, *args, env=env), tmp, timeout)
-    RECORD.append(RunRecord(key or (_canonical(args), tuple(sorted((env or {}).items())), body), run.seconds, False))
-    if key is not None:
-        kept = tmp.parent / f"{tmp.name}.shared-reports"
-        if (tmp / "reports").exists() and not kept.exists():
-            shutil.copytree(tmp / "reports", kept)  # the test may change its own reports afterwards
-            _SHARED[key] = (copy.deepcopy(run), kept)
-    return run
+    if key is None:
+        run = finish(start_suite(tmp, *args, env=env), tmp, timeout)
+        _record((_canonical(args), sorted((env or {}).items()), body), run.seconds, False)
+        return run
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
+    kept = shared_root() / digest
+    with open(shared_root() / f"{digest}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (kept / "run.json").exists():
+            run = SuiteRun(**json.loads((kept / "run.json").read_text()), shared=True)
+            if (kept / "reports").exists():
+                shutil.copytree(kept / "reports", tmp / "reports")
+            _record(key, run.seconds, True)
+            return run
+        run = finish(start_suite(tmp, *args, env=env), tmp, timeout)
+        _record(key, run.seconds, False)
+        kept.mkdir()
+        if (tmp / "reports").exists():
+            shutil.copytree(tmp / "reports", kept / "reports")  # the test may change its own afterwards
+        fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.name != "shared"}
+        (kept / "run.json.part").write_text(json.dumps(fields))
+        (kept / "run.json.part").rename(kept / "run.json")
+        return run
 
 
 def run_suite(

@@ -68,7 +68,9 @@ def test_a_trickling_server_is_cut_off_at_the_deadline(phase):
         elapsed = time.monotonic() - start
         stop.set()
         client.close()
-    assert elapsed < 3 + 1, f"the request took {elapsed:.1f} s against a 3 s deadline"
+    # the message names the limit that fired; the time only shows the request did not go on trickling
+    # (the server would for ever): slack for a busy machine, never an idle machine's figure
+    assert elapsed < 3 + 4, f"the request took {elapsed:.1f} s against a 3 s deadline"
 
 
 def test_a_prompt_server_still_answers():

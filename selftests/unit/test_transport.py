@@ -188,7 +188,7 @@ def test_a_banner_that_never_comes_is_bounded_by_the_connect_timeout():
             t.run("true", timeout=5)
     finally:
         listener.close()
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4  # the connect timeout fired, not the command's 5 s
 
 
 @pytest.mark.sim
@@ -205,6 +205,6 @@ def test_an_interrupt_during_a_remote_command_is_not_held_by_invoke(in_rank0):
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             t.run("sleep 299.25", timeout=30)
-        assert time.monotonic() - start < 3
+        assert time.monotonic() - start < 10  # not held for the command (299 s) nor its timeout (30 s)
     finally:
         t.close()
