@@ -139,7 +139,8 @@ def _parser() -> argparse.ArgumentParser:
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
         "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
-        "       gb10check sim up [SCENARIO] | list | clean",
+        "       gb10check sim up [SCENARIO] | list | clean\n"
+        "       gb10check --version | STAGE --help | STAGE --pytest-help",
         epilog=f"""stages:
 {stages}
   plan       each rank's launch plan: image, container settings, the environment as vLLM gets it and the
@@ -184,11 +185,40 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gb10check")
+    except PackageNotFoundError:  # run from a clone without bin/setup
+        return "unknown (not installed: run bin/setup)"
+
+
+def _stage_help(stage: str) -> str:
+    """`gb10check STAGE --help`: what the stage runs and the options, not pytest's 500 lines."""
+    marker, about = STAGES[stage]
+    selects = f"the checks marked {marker} (pytest -m {marker})" if marker else "every check"
+    return (
+        f"usage: gb10check {stage} [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n\n"
+        f"{stage}: {about}.\nRuns {selects}; everything pytest takes can follow (-k EXPR, -x, -n 2, -q).\n\n"
+        + _parser().format_help().split("options (also", 1)[1].split("\n", 1)[1].split("\nexamples:", 1)[0]
+        + f"\npytest's own options: gb10check {stage} --pytest-help\n"
+    )
+
+
 def _main(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
-        _parser().print_help()
-        return 0 if args else 4
+        _parser().print_help()  # bare `gb10check` too: what to type, not an error
+        return 0
+    if args[0] in ("-V", "--version"):
+        print(f"gb10check {version()}")
+        return 0
     stage, rest = args[0], args[1:]
+    if stage in STAGES and any(a in ("-h", "--help") for a in rest):
+        print(_stage_help(stage), end="")
+        return 0
+    rest = ["--help" if a == "--pytest-help" else a for a in rest]
     if stage == "explain":  # offline: no suite, no inventory
         from gb10check.explain import main as explain_main
 

@@ -266,12 +266,14 @@ class SshTransport:
                     'once by hand, or set [ssh] host_key_policy = "accept-new")',
                     hint_ids=("host-key-unknown",),
                 ) from exc
+            if "banner" in text:  # paramiko's own banner_timeout fired before the suite's bound on the whole
+                raise self._lost(
+                    f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: the port accepts, "
+                    f"no SSH banner came ({text})"
+                ) from exc
             raise self._lost(f"{self.name} ({self.where}): SSH failed: {text}") from exc
         except (TimeoutError, OSError, EOFError) as exc:
-            raise self._lost(
-                f"{self.name} ({self.where}): cannot connect within {self.connect_timeout:g} s: "
-                f"{exc or type(exc).__name__}"
-            ) from exc
+            raise self._lost(f"{self.name} ({self.where}): {why_no_connection(exc, self.connect_timeout)}") from exc
         self.stats.count(connection=True)
         return conn
 
@@ -373,6 +375,29 @@ def _remote_runner() -> type:
             return None
 
     return _Remote
+
+
+def why_no_connection(exc: BaseException, connect_timeout: float) -> str:
+    """What stopped the SSH connect, in the words of what happened: a name that does not resolve or a port
+    that refuses is no timeout (and no amount of waiting fixes it)."""
+    import errno
+    import socket
+
+    from paramiko.ssh_exception import NoValidConnectionsError
+
+    if isinstance(exc, socket.gaierror):
+        return f"the name does not resolve ({exc.strerror or exc}): check ssh_host in the inventory, or DNS/hosts"
+    if isinstance(exc, NoValidConnectionsError) and exc.errors:
+        codes = {getattr(e, "errno", None) for e in exc.errors.values()}
+        if codes == {errno.ECONNREFUSED}:
+            return "the port refuses the connection: nothing accepts SSH there (is sshd running, is the port right?)"
+        if codes <= {errno.EHOSTUNREACH, errno.ENETUNREACH}:
+            return f"no route to the host ({exc})"
+    if isinstance(exc, ConnectionRefusedError):
+        return "the port refuses the connection: nothing accepts SSH there (is sshd running, is the port right?)"
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return f"no route to the host ({exc.strerror})"
+    return f"cannot connect within {connect_timeout:g} s: {str(exc) or type(exc).__name__}"
 
 
 def _still_booting(exc: BaseException) -> bool:

@@ -94,3 +94,28 @@ def pytest_unconfigure(config):
 
 
 SHARED_MADE = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def sim_healthy():
+    """The healthy simulated cluster, up for the whole self-test session."""
+    from sim.cluster import SimCluster, why_not_available
+    from sim.scenario import load_scenario
+
+    reason = why_not_available()
+    if reason:
+        pytest.skip(reason)
+    sim = SimCluster(load_scenario("healthy"))
+    sim.up()
+    yield sim
+    sim.down()
+
+
+@pytest.fixture
+def in_rank0(sim_healthy):
+    """Run this test's main thread (and threads it starts) in rank 0's network namespace."""
+    from sim import netns
+
+    previous = netns.enter(sim_healthy.api_namespace)
+    yield sim_healthy
+    netns.leave(previous)

@@ -120,7 +120,8 @@ def test_an_unreachable_node_costs_one_line_per_check(tmp_path, fault):
     for t in set(unreachable) - no_evidence:  # findings that need rank 1 (rank 0's dark ports, logins to it) say so
         assert f"this follows from {R1}" in said[t][-1]["detail"], (t, said[t])
     message = next(iter(run.run.junit[t]["message"] for t in sorted(no_evidence)))
-    assert message.startswith(f"[node-unreachable] {R1} (") and "cannot connect within 2 s" in message, message
+    why = {"unresolvable": "the name does not resolve", "sshd-refusing": "the port refuses the connection"}
+    assert message.startswith(f"[node-unreachable] {R1} (") and why.get(fault, "2 s") in message, message
     assert out.count("[node-unreachable] A node cannot be reached over SSH") == 1  # the section once
     # the unreachable node's line stands once (once as FAILED, once as ERROR), counting the checks that failed
     # with it: one line for all of them, not one per check; every check is in JUnit and summary.md

@@ -74,3 +74,20 @@ def test_a_scenario_file_is_made_absolute_on_either_side_of_the_at(arg, expected
     """The suite runs from the project folder: a scenario file the operator names, alone or in
     NAME@BASE, is taken from where the operator is."""
     assert _normalised([arg], Path("/home/op")) == [expected]
+
+
+# -- the front door: what a person types first ------------------------------------------------------------
+def test_version_bare_and_stage_help_answer_in_the_suites_words(capsys):
+    from importlib.metadata import version
+
+    from gb10check.cli import main
+
+    assert main(["--version"]) == 0 and capsys.readouterr().out == f"gb10check {version('gb10check')}\n"
+    assert main([]) == 0  # bare: the help, not an error
+    assert "usage: gb10check STAGE" in capsys.readouterr().out
+    assert main(["preflight", "-q", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: gb10check preflight ") and "pytest -m preflight" in out
+    assert "--reports-dir DIR" in out and "exit status:" in out and "gb10check preflight --pytest-help" in out
+    assert len(out.splitlines()) < 50, "the stage's help, not pytest's"
+    assert "examples:" not in out

@@ -91,7 +91,8 @@ def test_ssh_hung_command_is_bounded_on_both_ends(in_rank0):
 @pytest.mark.sim
 def test_ssh_refused_is_unreachable(in_rank0):
     t = _ssh(in_rank0, port=2200)
-    with pytest.raises(NodeUnreachable, match=r"thinkstationpgx-32 \(root@192.168.40.32:2200\): cannot connect"):
+    refused = r"thinkstationpgx-32 \(root@192.168.40.32:2200\): the port refuses the connection"
+    with pytest.raises(NodeUnreachable, match=refused):
         t.run("true", timeout=5)
 
 
@@ -189,6 +190,24 @@ def test_a_banner_that_never_comes_is_bounded_by_the_connect_timeout():
     finally:
         listener.close()
     assert time.monotonic() - start < 4  # the connect timeout fired, not the command's 5 s
+
+
+def test_a_name_that_does_not_resolve_and_a_port_that_refuses_are_said_as_such():
+    """ "Name or service not known" and "connection refused" are no timeouts: the message says what happened
+    (the real resolver and a real closed port, through fabric)."""
+    import socket
+
+    unresolvable = SshTransport("spark-9", "no-such-host.invalid", connect_timeout=2, use_ssh_config=False)
+    with pytest.raises(NodeUnreachable, match=r"the name does not resolve \(.*\): check ssh_host") as bad:
+        unresolvable.run("true", timeout=5)
+    assert "within" not in str(bad.value)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now: the kernel refuses
+    refused = SshTransport("spark-8", "127.0.0.1", port=port, connect_timeout=2, use_ssh_config=False)
+    with pytest.raises(NodeUnreachable, match="the port refuses the connection: nothing accepts SSH there"):
+        refused.run("true", timeout=5)
 
 
 @pytest.mark.sim
