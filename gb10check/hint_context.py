@@ -173,6 +173,16 @@ def context_for(
     return ctx
 
 
+GLOB_FIELDS = frozenset({"path"})  # a path the suite read with a glob (/sys/class/infiniband/*/fw_ver)
+_GLOB = re.compile(r"([*?])")
+
+
+def quote_glob(path: str) -> str:
+    """A path for the shell with its `*` and `?` left to expand and everything else quoted:
+    `'/sys/class/infiniband/*/fw_ver'` would look for a file named `*`."""
+    return "".join(part if _GLOB.fullmatch(part) else shlex.quote(part) for part in _GLOB.split(path) if part)
+
+
 def render_command(template: str, ctx: Context) -> list[str]:
     """The command's lines with every field filled and quoted; [] when a field has no value here."""
     names = fields_in(template)
@@ -187,7 +197,8 @@ def render_command(template: str, ctx: Context) -> list[str]:
 
         def fill(match: re.Match[str], item: str | None = value) -> str:
             field = ctx[match[1]]
-            return shlex.quote(item if isinstance(field, list) and item is not None else str(field))
+            text = item if isinstance(field, list) and item is not None else str(field)
+            return quote_glob(text) if match[1] in GLOB_FIELDS else shlex.quote(text)
 
         lines.append(_FIELD.sub(fill, template))
     return lines

@@ -262,7 +262,8 @@ class Snapshot:
         if res.rc != 0 and not res.stdout.strip() and "No such file or directory" in res.stderr:
             named = _NO_SUCH_FILE.search(res.stderr)
             raise MissingFile(
-                f"{self.node}: {clip(res.stderr.strip())}", context={"path": named["path"]} if named else None
+                f"{self.node}: {clip(res.stderr.strip())}",
+                context={"node": self.node, **({"path": named["path"]} if named else {})},
             )
         if read.check_stderr is not None:
             read.check_stderr(res.stderr)

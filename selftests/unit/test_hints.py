@@ -339,3 +339,23 @@ def test_a_command_that_says_where_it_runs_gets_no_node_label():
     assert _commands(text) == [
         "$ ssh -o BatchMode=yes -o ConnectTimeout=5 -p 22 lenovo@thinkstationpgx-32 true   # where gb10check runs"
     ]
+
+
+def test_a_missing_file_read_by_a_glob_is_listed_by_that_glob_on_its_node():
+    """`ls -l '/sys/class/infiniband/*/fw_ver'` looks for a file named `*`: the glob stays a glob, the
+    rest is quoted, and the line says which node to run it on (the snapshot puts it in the context)."""
+    import subprocess
+
+    from gb10check.errors import MissingFile
+    from gb10check.snapshot import _NO_SUCH_FILE
+
+    stderr = "grep: /sys/class/infiniband/*/fw_ver: No such file or directory\n"
+    path = _NO_SUCH_FILE.search(stderr)["path"]  # type: ignore[index]
+    error = MissingFile("spark-2: ...", context={"node": "spark-2", "path": path})
+    text = Catalogue.load()["file-missing"].render([error.context])
+    assert "    $ ls -l /sys/class/infiniband/*/fw_ver   # on spark-2" in text, text
+    for hostile in ("/home/my models/*.safetensors", "/x/$(touch /tmp/owned)/*"):
+        (line,) = render_command("ls -d {path}", {"path": hostile})
+        words = subprocess.run(["bash", "-c", f"set -f; for w in {line[6:]}; do echo \"$w\"; done"],
+                               capture_output=True, text=True, timeout=10).stdout.split("\n")[:-1]  # fmt: skip
+        assert words == [hostile], (line, words)  # one word, nothing run; only the glob left to expand
