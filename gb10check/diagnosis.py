@@ -21,6 +21,7 @@ from gb10check.parsers.vllm_log import (
     Reached,
     Stop,
     connected,
+    connected_when_timed_out,
     meaningful_text,
     serving_since,
     stops,
@@ -30,7 +31,9 @@ from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
-IGNORED = ("service-unreachable",)  # the API being down is the question, not an answer
+# the API being down is the question, not an answer; command-timeout is the suite's own command that did
+# not finish ("timed out after" in its message): a process's own timeouts in its log have rows of their own
+IGNORED = ("service-unreachable", "command-timeout")
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,11 @@ def by_phase(hint_id: str, lines: list[LogLine], index: int | None) -> str:
     started = index >= serving_since(lines)
     if hint_id in STARTING and not started:
         return STARTING[hint_id]
-    if hint_id in CONNECTED and _TIMEOUT.search(lines[index].text) and connected(lines[:index]):
+    if (
+        hint_id in CONNECTED
+        and _TIMEOUT.search(lines[index].text)
+        and (connected(lines[:index]) or connected_when_timed_out(lines[index]))
+    ):
         return CONNECTED[hint_id][started]
     if hint_id in TUNING and not started and tuning(lines[: index + 1]) is not None:
         return TUNING[hint_id]

@@ -317,7 +317,9 @@ def serving_since(lines: list[LogLine]) -> int:
     kv = next((r.index for r in reached if r.milestone == "KV cache memory"), None)
     if kv is not None:
         return kv
-    return len(lines) if reached else 0
+    if reached or any(_TUNING.search(line.text) for line in lines):
+        return len(lines)  # the start is in view, or its kernel tuning is: still starting
+    return 0
 
 
 # A start compiling and tuning its kernels (torch.compile's graphs, FlashInfer's autotuning, the JIT
@@ -330,6 +332,9 @@ _TUNING = re.compile(
     r"|Compiling a graph for (?:dynamic shape|shape \S+|compile range .+?) takes [\d.]+ s"
     r"|torch\.compile takes [\d.]+ s in total|Starting torch\.compile"
     r"|Running FlashInfer autotune with|Warming up FlashInfer attention|JIT kernel warmup starting"
+    # FlashInfer's own autotuner (flashinfer.jit's logger, as a 4-node GB10 start logged it:
+    # selftests/data/logs/field/spark4-autotune-shm.log)
+    r"|\[Autotuner\]: Autotuning process starts"
 )
 
 
@@ -353,6 +358,20 @@ _CONNECTED = re.compile(
 )
 
 
+# A timeout that itself names a connection made: Gloo's pair timing out on a recv or send it was waiting
+# for (gloo/transport/tcp: "Timed out waiting Nms for recv operation to complete", "Application timeout
+# caused pair closure"), c10d's socket to the store with both ends named (socket.cpp waitForInput:
+# "SocketImpl(fd=.., addr=.., remote=..) timed out after Nms"): the address and the port were reachable.
+_CONNECTED_TIMEOUT = re.compile(
+    r"for (?:recv|send) operation to complete|caused pair closure|SocketImpl\([^)]*\bremote=[^)]*\)"
+)
+
+
 def connected(lines: list[LogLine]) -> bool:
     """True when the log shows the ranks connected to each other."""
     return any(_CONNECTED.search(line.text) for line in lines)
+
+
+def connected_when_timed_out(line: LogLine) -> bool:
+    """The timeout's own line shows the connection had been made (a pair, a socket with both ends)."""
+    return _CONNECTED_TIMEOUT.search(line.text) is not None
