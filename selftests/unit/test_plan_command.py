@@ -250,3 +250,59 @@ def test_a_ray_launcher_is_read_head_and_worker_and_fails_nothing(tmp_path):
     assert all(r["outcome"] != "fail" for r in head["rules"] + follower["rules"])
     limit = {r["rule"]: r for r in head["rules"]}["memory-limit"]
     assert limit["outcome"] == "advice" and "MemTotal 0.00" not in limit["expected"]  # offline: no memory known
+
+
+SIM_RAY = PROJECT / "sim" / "deploy" / "ray.sh"  # the same deployment as a Ray launcher
+DISTRIBUTION = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")
+
+
+def test_the_same_deployment_as_a_ray_launch_is_the_same_plan(tmp_path):
+    """sim/deploy's deployment written three ways reads as one plan: the Ray launch's containers have the
+    compose's settings and environment, its head runs the compose's rank-0 vLLM (Ray placing the ranks in
+    place of --nnodes, --node-rank and the master address), its worker is a Ray worker; nothing fails."""
+    files = tmp_path / "deploy"
+    files.mkdir()
+    shutil.copy(SIM_RAY, files / "launch.sh")
+    text = EXAMPLE.read_text().replace(
+        'compose_file = "/home/lenovo/vllm/qwen3.8-flash-next-compose.yml"\nenv_file = "/home/lenovo/vllm/.env"\n',
+        'launch = { script = "/home/lenovo/vllm/launch.sh" }\n',
+    )
+    text = text.replace('transport = "local"\n', 'transport = "local"\nlaunch = { args = ["head"] }\n', 1)
+    worker = 'launch = { script = "/home/lenovo/vllm/launch.sh", args = ["worker", "169.254.94.252"] }'
+    (tmp_path / "cluster.toml").write_text(text.replace('user = "lenovo"\n', f'user = "lenovo"\n{worker}\n', 1))
+    rc, out = _run(["--cluster", str(tmp_path / "cluster.toml"), "--offline", "--files", str(files), "--json"])
+    assert rc == 0, out
+    by_ray = json.loads(out)["ranks"]
+    compose_files = _repo(tmp_path / "c")
+    _, out = _run(
+        ["--cluster", str(tmp_path / "c" / "cluster.toml"), "--offline", "--files", str(compose_files), "--json"]
+    )
+    by_compose = json.loads(out)["ranks"]
+    for ray, compose in zip(by_ray, by_compose, strict=True):
+        values = {k: v["value"] for k, v in ray["plan"]["container"].items() if k != "mounts"}
+        assert values == {k: v["value"] for k, v in compose["plan"]["container"].items() if k != "mounts"}
+        env = {k: v["value"] for k, v in ray["plan"]["environment"].items()}
+        assert env == {k: v["value"] for k, v in compose["plan"]["environment"].items()}
+        assert all(r["outcome"] != "fail" for r in ray["rules"]), ray["rules"]
+    head, worker_plan = by_ray[0]["plan"], by_ray[1]["plan"]
+    assert head["role"] == "vllm" and worker_plan["role"] == "ray worker"
+
+    def without_distribution(argv: str) -> list[str]:
+        words, out, skip = argv.split(), [], False
+        for word in words:
+            if skip:
+                skip = False
+            elif word in DISTRIBUTION:
+                skip = True
+            else:
+                out.append(word)
+        return out
+
+    assert "--distributed-executor-backend ray" in head["command"]["argv"]
+    assert without_distribution(head["command"]["argv"]) == without_distribution(
+        by_compose[0]["plan"]["command"]["argv"]
+    )
+    assert (
+        worker_plan["command"]["argv"]
+        == "ray start --block --address=169.254.94.252:6379 --node-ip-address=169.254.159.206"
+    )
