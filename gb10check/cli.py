@@ -157,7 +157,7 @@ options (also `pytest --help`, group gb10check):
   --sim [SCENARIO]     run against the bundled simulated cluster instead (root): a builtin name
                        (gb10check sim list) or a scenario file; alone: healthy
   --hints FILE         your site's own hints, added to the builtin catalogue
-  --reports-dir DIR    where junit.xml, summary.md, summary.json and report.html go
+  --reports-dir DIR    where junit.xml, summary.md, summary.json and report.html go (default ./reports)
   --history DIR        keep each run there; regressions, recoveries and trend checks against it
   --prometheus FILE    the run as a node_exporter textfile (atomic)
   --after-boot         wait for every node to answer SSH (ssh.boot_timeout), then for the service
@@ -251,6 +251,8 @@ def _main(args: list[str]) -> int:
     marker = STAGES[stage][0]
     if marker:
         pytest_args = _with_stage(pytest_args, marker)
+    if not any(a.partition("=")[0] == "--reports-dir" for a in pytest_args) and not os.environ.get("GB10_REPORTS"):
+        pytest_args.append(f"--reports-dir={cwd / 'reports'}")  # where the operator is, not inside the clone
     if not any(a.partition("=")[0] == "--cluster" for a in pytest_args) and not os.environ.get("GB10_CLUSTER"):
         default = cwd / "cluster.toml"  # ./cluster.toml means the operator's directory, not the suite's
         if default.is_file():

@@ -75,9 +75,9 @@ def test_gb10check_takes_a_path_outside_the_project_with_a_space(tmp_path):
 def test_gb10check_runs_a_stage_against_the_sim_from_anywhere(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the simulated cluster needs root")
-    proc = _gb10check(tmp_path, "smoke", "--sim", "--reports-dir", "out", "-q")
+    proc = _gb10check(tmp_path, "smoke", "--sim", "-q")  # the reports where it runs: ./reports
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "out" / "junit.xml").is_file() and (tmp_path / "out" / "summary.json").is_file()
+    assert (tmp_path / "reports" / "junit.xml").is_file() and (tmp_path / "reports" / "summary.json").is_file()
     assert "passed" in proc.stdout
 
 
