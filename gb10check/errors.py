@@ -134,7 +134,8 @@ class ComposeRejected(GB10Error):
 class DecidedAtStart(GB10Error):
     """A value of the launch plan that only the start decides (a command's output in the launcher, a file
     on the node it sources): a check that needs it skips with this reason, never fails; once the deployment
-    runs, the running container is read instead (gb10check/launch)."""
+    runs, `gb10check plan --running` reads it from the container (gb10check/launch/running.py; the
+    preflight checks judging the running container in its place is planned)."""
 
 
 class ToolMissing(GB10Error):
