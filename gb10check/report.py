@@ -148,7 +148,8 @@ class Summary:
         lines = ["## What failed", ""]
         for row in failed:
             where = f" ({', '.join(row['nodes']) or row['node']})" if row["nodes"] or row["node"] else ""
-            lines.append(f"- **{row['verdict']}** `{row['check']}`{where}: {first_line(row['message'], 600)}")
+            message = row["message"].strip().splitlines()[0] if row["message"].strip() else ""
+            lines.append(f"- **{row['verdict']}** `{row['check']}`{where}: {message}")  # whole: a cable move too
         lines += ["", "## What to do", ""]
         for hint in order:
             if hint in self.troubleshooting:
@@ -376,6 +377,21 @@ def _each(values: Iterable[str]) -> str:
 def first_line(text: str, cap: int = 200) -> str:
     """A message's first line, at most `cap` characters."""
     return text.strip().splitlines()[0][:cap] if text.strip() else ""
+
+
+def whole_words(line: str, cap: int, rest: str) -> str:
+    """At most about `cap` characters of a line, never cut inside a clause where one ends before the cap
+    (`; `: a cable move, a finding) nor inside a word (a netdev, a path, a command): what follows is
+    said to be `rest` (where the whole line is)."""
+    if len(line) <= cap:
+        return line
+    head = line[:cap]
+    end = head.rfind("; ")
+    if end < cap // 2:  # no clause ends in the second half: the last whole word
+        end = head.rstrip().rfind(" ")
+    if end <= 0:
+        end = cap
+    return f"{line[:end].rstrip(' ;,')} … ({rest})"
 
 
 def _cells(cells: Iterable[str]) -> str:

@@ -21,3 +21,19 @@ def test_the_reports_folder_is_held_never_through_a_planted_symlink(tmp_path):
     finally:
         first.close()
     claim(tmp_path).close()  # once the first let go
+
+
+def test_a_long_failure_line_is_cut_between_clauses_never_inside_a_netdev():
+    """ring4-out-of-order's line: two cable moves in one finding, 1400 characters; the terminal shows the
+    clauses that fit whole and says where the rest is; a line without clauses is cut between words."""
+    from gb10check.report import whole_words
+
+    move = "spark-1's enP2p1s0f0np0 is wired to spark-3's enP2p1s0f1np1: move that cable to spark-2's enP2p1s0f1np1"
+    line = f"[cable-crossed] who answers ARP over rail c0b: {move}; {move}; {move}; {move}; {move}; {move}"
+    shown = whole_words(line, 600, "summary.md has the whole line")
+    assert len(shown) <= 600 + 40 and shown.endswith(" … (summary.md has the whole line)"), shown
+    kept = shown.removesuffix(" … (summary.md has the whole line)")
+    assert line.startswith(kept) and kept.endswith("enP2p1s0f1np1"), kept  # a whole clause, the last one too
+    words = whole_words("word " * 200, 100, "rest")
+    assert words.endswith("word … (rest)") and "wor …" not in words
+    assert whole_words("short", 600, "x") == "short"
