@@ -60,6 +60,8 @@ FIELDS = {
     "command": "the command the failure ran (from the error)",
     "path": "the file the failure could not read (from the error)",
     "set_at": "where the launch plan sets the value the failure is about: a file and its line (from the check)",
+    "source_node": "a node that has what the failing node lacks, to copy it from (from the check: rank 0 first)",
+    "target_ip": "the failing node's address on a rail it shares with source_node (else its control-plane address)",
 }
 _FIELD = re.compile(r"(?<![%{$])\{([a-z][a-z0-9_]*)\}(?!\})")
 

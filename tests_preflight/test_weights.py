@@ -3,6 +3,7 @@
 import pytest
 
 from gb10check import probes
+from gb10check.errors import GB10Error
 from gb10check.parsers.hfcache import readable_by, snapshot_files
 from gb10check.probes import hub_folder
 
@@ -21,26 +22,51 @@ def _files(snap):
     return revision, snapshot_files(snap.fact(probes.HF_LISTING), revision)
 
 
+def _has_weights(snap) -> bool:
+    try:
+        _, files = _files(snap)
+    except GB10Error:
+        return False
+    return "config.json" in files and any(f.endswith(".safetensors") for f in files)
+
+
+def copy_from(cluster, inventory, lacking: str) -> dict[str, str]:
+    """The hint's copy: from a node that has the weights (rank 0 first, then by rank) to the one that lacks
+    them, over the address of the lacking node on a rail the two share (else its control-plane address);
+    nothing when no node has them (the hint then says to download them once)."""
+    others = sorted((n for n in inventory.nodes if n.name != lacking), key=lambda n: n.rank)
+    source = next((n.name for n in others if _has_weights(cluster.snapshot(n.name))), None)
+    if source is None:
+        return {}
+    shared = inventory.rails_between(lacking, source)
+    target = shared[0].ip(lacking) if shared else inventory.control_address(lacking)
+    return {"source_node": source, "target_ip": target} if target else {}
+
+
 @pytest.mark.hints("weights-missing")
-def test_weights_present(node, model, deployment, evidence):
+def test_weights_present(node, model, deployment, cluster, inventory, evidence):
     """The weights present in the HF cache."""
     snap = node.snapshot()
     folder = hub_folder(deployment.hf_cache, model)
     listing = snap.raw(probes.HF_LISTING)
+    present = listing.rc == 0 and not listing.timed_out
     evidence.expect(
-        listing.rc == 0 and not listing.timed_out,
+        present,
         what=f"HF cache of {model}",
         expected=f"{folder} present",
-        found="present" if listing.rc == 0 and not listing.timed_out else (listing.stderr.strip() or "no answer")[:200],
+        found="present" if present else (listing.stderr.strip() or "no answer")[:200],
+        context=None if present else copy_from(cluster, inventory, node.name),
     )
     revision, files = _files(snap)
     weights = [f for f in files if f.endswith(".safetensors")]
+    whole = "config.json" in files and bool(weights)
     evidence.expect(
-        "config.json" in files and bool(weights),
+        whole,
         what=f"snapshot {revision[:12]} of {model}",
         expected="config.json and *.safetensors",
         found=f"{len(files)} files, {len(weights)} safetensors"
         + ("" if "config.json" in files else ", no config.json"),
+        context=None if whole else copy_from(cluster, inventory, node.name),
     )
 
 

@@ -89,3 +89,16 @@ def test_with_a_node_down_its_peers_link_findings_follow_from_it(tmp_path):
     # each says it in one line; the hint's text once, in the troubleshooting section at the end
     assert run.out.count("[node-unreachable] A node cannot be reached over SSH") == 1, run.out
     assert "NCCL_SOCKET_IFNAME=" not in rows[ifname]["troubleshooting"].get("nccl-socket-ifname", ""), rows[ifname]
+
+
+def test_weights_missing_on_rank_0_are_copied_from_a_node_that_has_them(tmp_path):
+    """The copy goes from a node that has the weights to the one that lacks them, over the lacking node's
+    address on the rail they share, run on the node that has them (not rank 0 copying to itself)."""
+    from selftests.e2e.runner import run_scenario
+
+    run = run_scenario(
+        tmp_path, 'base = "healthy"\n[nodes.rank0.hf]\nabsent = true\n', "-m", "preflight", "-k", "weights_present"
+    )
+    assert set(run.failed()) == {f"tests_preflight/test_weights.py::test_weights_present[{R0}]"}, run.out
+    (copy,) = [c for c in _section(run.out, "weights-missing") if c.startswith("$ rsync")]
+    assert copy.endswith(f" 169.254.94.252:/home/lenovo/vllm/huggingface/hub/   # on {R1}"), copy

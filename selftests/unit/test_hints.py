@@ -155,6 +155,8 @@ def _example_contexts():
         "ping_size": "1472",
         "peer_ip": "169.254.159.206",
         "set_at": "/home/lenovo/vllm/qwen3.8-flash-next-compose.yml:33 (environment)",
+        "source_node": "thinkstationpgx-30",
+        "target_ip": "169.254.159.206",
     }
     reads = root_reads(["/etc/netplan/40-cx7.yaml"])
     return inv, [context_for(inv, n.name, root_reads=reads, rail="enp1s0f0np0", extra=extra) for n in inv.nodes]
