@@ -3,6 +3,7 @@
 pytest_plugins = [
     "fixtures.interrupt",
     "fixtures.cluster",
+    "fixtures.owners",
     "fixtures.hints",
     "fixtures.reports",
     "fixtures.history",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from gb10check.neutralise import neutralise
 from gb10check.redact import redact, redact_known
@@ -61,6 +63,15 @@ class Evidence:
     figures: dict[str, float] = field(default_factory=dict)  # what the check measured, by name (units in the name)
     facts: dict[str, str] = field(default_factory=dict)  # what it found that is not a number (a version, a field)
     advisories: list[Advisory] = field(default_factory=list)  # what costs speed, and advice: never failures
+    # how the check skips (pytest.skip, given by the fixture); the reason once another check's fault explains it
+    skip: Callable[[str], NoReturn] | None = None
+    explained: str = ""
+
+    def explained_by(self, reason: str) -> None:
+        """Another check owns the fault this check's evidence would show (a dark port, `gb10check/dark_ports.py`):
+        from here on, what still compares passes and the first comparison that fails skips with `reason` (the
+        owning failure, named), so one fault is one failure. An empty reason changes nothing."""
+        self.explained = reason
 
     def advise(self, kind: str, *, what: str, expected: str, found: str, why: str, where: str = "") -> None:
         """Record an advisory (it works and costs speed: `why` says what) or advice (a preference: `why` says
@@ -110,6 +121,8 @@ class Evidence:
             )
         expected, found, detail = neutralise(str(expected)), neutralise(str(found)), neutralise(detail)
         expected, found = redact(str(expected)), redact(str(found))  # a found value may be a node's secret
+        if not ok and self.explained and self.skip is not None:
+            self.skip(redact(neutralise(self.explained)))
         self.items.append(Comparison(what, expected, found, bool(ok), redact(detail) if not ok else "", hints))
         if not ok:
             place = self.place or self.node or "the cluster"

@@ -183,10 +183,12 @@ def _expect_ran(evidence, run, cluster=None):
 
 
 @pytest.mark.hints("bw-connect-failed")
-def test_rdma_write_runs(rail_pair, runs, cluster, evidence):
+def test_rdma_write_runs(rail_pair, runs, cluster, fault_owners, evidence):
     """An RDMA write test runs between the pair over the rail.
 
-    The run works between these two nodes over this rail (alone): server listening, client connected, a figure."""
+    The run works between these two nodes over this rail (alone): server listening, client connected, a figure;
+    over a dark port or a wire that ends elsewhere it follows from the check that owns it."""
+    evidence.explained_by(fault_owners.over(rail_pair.rail, rail_pair.node, rail_pair.peer))
     _expect_ran(evidence, runs.alone(rail_pair), cluster)
 
 
@@ -257,7 +259,7 @@ def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
 
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, evidence):
+def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, fault_owners, evidence):
     """RDMA write bandwidth over every rail at once.
 
     Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
@@ -266,8 +268,11 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, e
     if len(rails) < 2:
         pytest.skip(f"{node_pair.place} share one rail: the aggregate is that rail's figure")
     both = runs.together(node_pair)
+    explained = (fault_owners.over(r, node_pair.node, node_pair.peer) for r in rails)
+    evidence.explained_by(next(filter(None, explained), ""))  # a run that fails over a faulty rail follows from it
     for run in both:
         _expect_ran(evidence, run, cluster)
+    evidence.explained_by("")  # the figure of rails that all ran is this check's own
     total, needed = sum(r.gbps for r in both), sum(rail.min_gbps for rail in rails)
     evidence.figure("bandwidth_gbps", total)
     for run in both:

@@ -5,7 +5,7 @@ import ipaddress
 
 import pytest
 
-from gb10check import probes
+from gb10check import dark_ports, probes
 from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import GB10Error
 from gb10check.node import follows_from
@@ -46,9 +46,15 @@ def _far_end(cluster, inventory, rail, node):
 
 
 @pytest.mark.hints("roce-link-down")
-def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, evidence):
-    """Each fabric netdev present, up, with its address."""
+def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, fault_owners, evidence):
+    """Each fabric netdev present, up, with its address.
+
+    It owns a dark port (gb10check/dark_ports.py): an end without carrier whose other end is DOWN, or
+    a cable dark at both ends seen from its second end, follows from the end that owns it."""
     node, rail, mine = member.node, member.rail, member.member
+    evidence.explained_by(
+        fault_owners.dark([(node, rail.name)], unless=dark_ports.OWNER_TEST.format(node=node, netdev=mine.netdev))
+    )
     netdevs = _netdevs(cluster, node)
     dev = netdevs.get(mine.netdev)
     evidence.expect(

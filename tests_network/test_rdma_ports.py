@@ -42,9 +42,12 @@ def _port_of(member, cluster, evidence):
 
 @pytest.mark.smoke
 @pytest.mark.hints("roce-link-down")
-def test_rdma_port_active(member, cluster, link_down_advice, evidence):
-    """The RDMA port active on its rail's netdev."""
+def test_rdma_port_active(member, cluster, link_down_advice, fault_owners, evidence):
+    """The RDMA port active on its rail's netdev.
+
+    Over a dark netdev the port is down too: that follows from the interface check, which owns it."""
     end = member.member
+    evidence.explained_by(fault_owners.dark([(member.node, member.rail.name)]))
     port = _port_of(member, cluster, evidence)
     evidence.expect(
         end.netdev in port.netdevs,

@@ -13,11 +13,13 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.smoke
 @pytest.mark.hints("qsfp-ping-lost")
-def test_peer_answers_full_frames(rail_pair, cluster, evidence):
+def test_peer_answers_full_frames(rail_pair, cluster, fault_owners, evidence):
     """The peer answers full-size frames over the rail.
 
-    The lower rank pings the other over the rail (a reply proves both directions of the segment)."""
+    The lower rank pings the other over the rail (a reply proves both directions of the segment); over a
+    dark port or a wire that ends elsewhere the silence follows from the check that owns it."""
     node, peer = rail_pair.node, rail_pair.peer
+    evidence.explained_by(fault_owners.over(rail_pair.rail, node, peer))
     mine, theirs = rail_pair.ends()
     what = f"ping {theirs.ip} ({peer}) out of {mine.netdev}"
     dev = cluster.snapshot(node).fact(probes.IP_ADDR).get(mine.netdev)

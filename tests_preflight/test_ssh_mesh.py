@@ -31,17 +31,21 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.mark.hints("ssh-qsfp-denied")
-def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
-    """Passwordless SSH to the peer over the fabric."""
+def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, fault_owners, evidence):
+    """Passwordless SSH to the peer over the fabric.
+
+    A login that fails only over dark ports or wires that end elsewhere follows from the check that owns
+    them, when the run has it (the interface check, the cabling check)."""
     node, peer = ssh_route.node, ssh_route.peer
     snap = cluster.snapshot(node)
-    failed, failed_ips, unreachable, crossed = [], [], True, []
+    failed, failed_ips, unreachable, crossed, owned = [], [], True, [], []
     rails = inventory.rails_between(node, peer)
     for rail in rails:
         target = rail.member(peer)
         res = snap.raw(ssh_login(target, inventory.ssh.connect_timeout))
         if res.timed_out or res.rc != 0:
             failed_ips.append(target.ip)
+            owned.append(fault_owners.over(rail, node, peer))
             # a wire that ends at another node than the peer (the neighbour table says who answered)
             crossed += (
                 [(rail.name, rail.member(node).netdev, target.ip)]
@@ -55,6 +59,8 @@ def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, evidence):
             failed.append(f"rail {rail.name} {target.ip}: exit {res.rc}: {said}")
             unreachable = unreachable and bool(_NO_PATH.search(res.stderr))
     gone = cluster.unreachable([peer]) if failed else []
+    if owned and all(owned):  # every failed login went over a dark port or a crossed wire: its owner's failure
+        evidence.explained_by(owned[0])
     # the peer cannot be asked at all: the logins follow from it, not from its keys or the link; a crossed
     # cable (the link is up, the address answered by another node or by none) is not a link down
     hints: tuple[str, ...] = ()

@@ -8,6 +8,7 @@ import re
 import jsonschema
 import pytest
 
+from gb10check.dark_ports import OWNER_TEST
 from selftests.e2e.runner import PROJECT, run_scenario, run_suite, sim_leftovers
 from sim.scenario import builtin_names, load_scenario
 
@@ -104,6 +105,17 @@ def expected_failures(expect, ids: set[str], scenario=None) -> dict[str, set[str
     return out
 
 
+OWNER = OWNER_TEST.split("[", 1)[0]  # the interface check: the one owner of a dark port
+
+
+def followers(failed: dict[str, set[str]]) -> list[str]:
+    """Issue 26's rule, one fault one verdict: once a dark port's owner failed in a run, a check that fails
+    with `roce-link-down` besides the owners is a follower that failed again instead of skipping."""
+    if not any(t.startswith(OWNER) for t in failed):
+        return []
+    return sorted(t for t, hints in failed.items() if "roce-link-down" in hints and not t.startswith(OWNER))
+
+
 def _difference(found: dict[str, set[str]], expected: dict[str, set[str]]) -> str:
     """What a scenario's run failed beyond or short of its [expect], one line per test id, first."""
     lines = [f"failed, not expected: {t} {sorted(found[t])}" for t in sorted(set(found) - set(expected))]
@@ -143,6 +155,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
     ids = healthy_ids(reference, expect.marker, own=run if reference == scenario else None)
     expected = expected_failures(expect, ids, loaded)
     assert set(run.junit) == ids, run.out
+    assert followers(run.failed()) == [], run.out  # (before [expect]: a scenario may not expect a follower)
     assert run.failed() == expected, _difference(run.failed(), expected) + run.out
     assert run.rc == (1 if expected else 0), run.out
     for tid in expected:
@@ -150,7 +163,7 @@ def test_scenario_fails_exactly_what_it_expects(scenario, tmp_path, healthy_ids)
         for hint_id in expected[tid]:
             assert f"[{hint_id}]" in message, f"{tid}: the JUnit failure message lacks [{hint_id}]: {message}"
     skipped = run.skipped()
-    skips = {resolved(loaded, tid): reason for tid, reason in expect.skips.items()}
+    skips = {resolved(loaded, tid): resolved(loaded, reason) for tid, reason in expect.skips.items()}
     for tid, reason in skips.items():
         assert reason in skipped.get(tid, ""), (tid, skipped.get(tid))
     if skips:

@@ -183,13 +183,11 @@ def test_a_banner_that_never_comes_is_bounded_by_the_connect_timeout():
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)  # accepts (the kernel does), never speaks
     t = SshTransport("mute", "127.0.0.1", port=listener.getsockname()[1], connect_timeout=1, use_ssh_config=False)
-    start = time.monotonic()
-    try:
+    try:  # the connect bound fired (its words), not the command's 60 s: no wall-clock bound, which load would break
         with pytest.raises(NodeUnreachable, match="cannot connect within 1 s"):
-            t.run("true", timeout=5)
+            t.run("true", timeout=60)
     finally:
         listener.close()
-    assert time.monotonic() - start < 4  # the connect timeout fired, not the command's 5 s
 
 
 def test_a_name_that_does_not_resolve_and_a_port_that_refuses_are_said_as_such():

@@ -55,3 +55,36 @@ def test_pythons_none_in_a_message_is_a_bug_of_the_check_not_a_verdict(found):
 
 def test_words_that_merely_contain_none_are_not_refused():
     Evidence().expect(True, what="x", expected="none", found="NoneType is not a GPU; none listed")
+
+
+class _Skipped(Exception):
+    pass
+
+
+def _skip(reason: str):
+    raise _Skipped(reason)
+
+
+def test_a_check_explained_by_another_failure_skips_naming_it_and_keeps_what_still_passes():
+    """One fault, one failure: once another check owns the fault, a comparison that fails skips with the
+    owner's words; those that pass are still recorded, and the check's own faults before it still fail."""
+    ev = Evidence(node="n1", skip=_skip)
+    with pytest.raises(CheckFailed):
+        ev.expect(False, what="own", expected="a", found="b")
+    ev.explained_by("follows from test_x[n2]: n2's p0 is administratively DOWN")
+    ev.expect(True, what="still judged", expected="a", found="a")
+    with pytest.raises(_Skipped, match=r"^follows from test_x\[n2\]"):
+        ev.expect(False, what="ping", expected="answers", found="none")
+    assert [(c.what, c.ok) for c in ev.items] == [("own", False), ("still judged", True)]
+
+
+def test_no_reason_or_no_way_to_skip_still_fails():
+    """An empty reason changes nothing; evidence without a skip (outside pytest) never hides a failure."""
+    with_skip = Evidence(skip=_skip)
+    with_skip.explained_by("")
+    with pytest.raises(CheckFailed):
+        with_skip.expect(False, what="x", expected="y", found="z")
+    without = Evidence()
+    without.explained_by("follows from elsewhere")
+    with pytest.raises(CheckFailed):
+        without.expect(False, what="x", expected="y", found="z")
