@@ -1,16 +1,18 @@
 """Which check owns a dark port: one fault, one failure; every check whose evidence the dark port explains
 follows from it (skips, naming it) instead of failing again.
 
-A port is dark when its netdev is absent, administratively DOWN, or has no carrier. The interface check of
-one end owns it (`OWNER_TEST`, the check that reads the netdev's state):
-- an end that is absent or DOWN owns its own darkness;
+A port is dark when its netdev is absent, administratively DOWN, or has no carrier, or when its node
+cannot be reached at all (off or hung: every end of it is dark to the others). The interface check of one
+end owns it (`OWNER_TEST`, the check that reads the netdev's state; about a node that cannot be reached it
+fails saying so, node-unreachable):
+- an end that is absent, DOWN or on a node that cannot be reached owns its own darkness;
 - on a direct cable (a pair, a ring: two ends per rail) an end without carrier follows from the other end
-  when that one is absent or DOWN (the fix is there), and when both ends are up without carrier (the cable,
-  or a module) the first end of the rail owns it, naming the other;
+  when that one is absent, DOWN or unreachable (the fix is there), and when both ends are up without
+  carrier (the cable, or a module) the first end of the rail owns it, naming the other;
 - behind a switch each end is its own (the switch port, which the suite cannot ask; another node being off
-  leaves this port lit);
-- an end whose state is not known (its node cannot be asked) owns nothing and explains nothing here: the
-  node's own checks say so (`node.follows_from`).
+  leaves this port lit, and a check between the two follows from the node that is off);
+- an end whose state cannot be read on a node that answers owns nothing and explains nothing here: its
+  own check fails saying why.
 Pure: states in, owners out.
 """
 
@@ -20,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-State = Literal["up", "absent", "down", "no-carrier", "unknown"]
-DARK: tuple[State, ...] = ("absent", "down", "no-carrier")
+State = Literal["up", "absent", "down", "no-carrier", "unreachable", "unknown"]
+DARK: tuple[State, ...] = ("absent", "down", "no-carrier", "unreachable")
+FIXED_THERE: tuple[State, ...] = ("absent", "down", "unreachable")  # a far end whose own state darkens this one
 OWNER_TEST = "tests_network/test_interfaces.py::test_qsfp_netdev_up_with_its_address[{node}-{netdev}]"
 FOLLOWS = "follows from "  # how every such skip reason begins (the terminal counts them)
 _SAID = {"absent": "is absent", "down": "is administratively DOWN", "no-carrier": "has no carrier"}
+_UNREACHABLE = "cannot be reached (off or hung: every end of it is dark)"
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Owner:
 
     def found(self) -> str:
         """What the owner found, in words: `spark-2's enP2p1s0f0np0 is administratively DOWN`."""
+        if self.end.state == "unreachable":
+            return f"{self.end.node} {_UNREACHABLE}"
         said = f"{self.end.node}'s {self.end.netdev} {_SAID[self.end.state]}"
         if self.other is not None:
             said += f", as {self.other.node}'s {self.other.netdev} at the cable's other end"
@@ -76,9 +82,9 @@ def owners(rails: Mapping[str, Sequence[End]], switched: bool) -> dict[tuple[str
             owner = Owner(end, rail)
             others = [e for e in ends if e.node != end.node]
             if end.state == "no-carrier" and not switched and others:
-                if any(o.state == "unknown" for o in others):
-                    continue  # the far node cannot be asked: its own checks own this (node.follows_from)
-                fixed_there = next((o for o in others if o.state in ("absent", "down")), None)
+                fixed_there = next((o for o in others if o.state in FIXED_THERE), None)
+                if fixed_there is None and any(o.state == "unknown" for o in others):
+                    continue  # the far end's state cannot be read: this end's check says what it can
                 dark = [e for e in ends if e.state == "no-carrier"]
                 if fixed_there is not None:
                     owner = Owner(fixed_there, rail)

@@ -126,9 +126,16 @@ class OutputCut(GB10Error):
 
 
 class ComposeRejected(GB10Error):
-    """The node's own Docker Compose refuses the deployment's compose file (`docker compose up` would too)."""
+    """The node's own Docker Compose refuses the deployment's compose file (`docker compose up` would too).
+    One check owns it (OWNER, the node's); every other check that needs the node's launch plan follows
+    from it (fixtures/hints.py skips it, naming the owner, when the owner is in the run)."""
 
     hint_ids = ("compose-invalid",)
+    OWNER = "tests_preflight/test_deployment_files.py::test_compose_accepted[{node}]"
+
+    def __init__(self, message: str, *, node: str) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 class DecidedAtStart(GB10Error):

@@ -81,7 +81,8 @@ def compose_service(
         if not no_plugin and res.rc != 0 and not shell_why:
             raise ComposeRejected(
                 f"{snap.node}: docker compose rejects {deployment.compose_file} (`docker compose up` would too): "
-                f"{clip(res.stderr.strip(), 400)}{_env_file_line(snap, inventory, res.stderr)}"
+                f"{clip(res.stderr.strip(), 400)}{_env_file_line(snap, inventory, res.stderr)}",
+                node=snap.node,
             )
         if not no_plugin and not shell_why:
             service = snap.fact(

@@ -188,7 +188,7 @@ def test_rdma_write_runs(rail_pair, runs, cluster, fault_owners, evidence):
 
     The run works between these two nodes over this rail (alone): server listening, client connected, a figure;
     over a dark port or a wire that ends elsewhere it follows from the check that owns it."""
-    evidence.explained_by(fault_owners.over(rail_pair.rail, rail_pair.node, rail_pair.peer))
+    fault_owners.explain(evidence, rail_pair.node, rail_pair.peer, [rail_pair.rail])
     _expect_ran(evidence, runs.alone(rail_pair), cluster)
 
 
@@ -235,11 +235,12 @@ def _slow_card(cluster, rail, nodes, gbps, others=()):
 
 @pytest.mark.performance
 @pytest.mark.hints("bw-low")
-def test_rdma_bandwidth(rail_pair, runs, cluster, evidence):
+def test_rdma_bandwidth(rail_pair, runs, cluster, fault_owners, evidence):
     """RDMA write bandwidth over the rail, alone on it.
 
     The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps; a figure far
     below the rate both ends negotiated is a degraded ConnectX-7 (`cx7-degraded`), not a slow link."""
+    fault_owners.explain(evidence, rail_pair.node, rail_pair.peer, [rail_pair.rail])  # a node that is off: no run
     run = runs.alone(rail_pair)
     if run.gbps is None:
         pytest.skip(f"no figure: the run {run.where} failed ({run.failure.what}); see test_rdma_write_runs")
@@ -267,9 +268,8 @@ def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, f
     rails = inventory.rails_between(node_pair.node, node_pair.peer)
     if len(rails) < 2:
         pytest.skip(f"{node_pair.place} share one rail: the aggregate is that rail's figure")
+    fault_owners.explain(evidence, node_pair.node, node_pair.peer, rails)  # a run over a faulty rail follows from it
     both = runs.together(node_pair)
-    explained = (fault_owners.over(r, node_pair.node, node_pair.peer) for r in rails)
-    evidence.explained_by(next(filter(None, explained), ""))  # a run that fails over a faulty rail follows from it
     for run in both:
         _expect_ran(evidence, run, cluster)
     evidence.explained_by("")  # the figure of rails that all ran is this check's own

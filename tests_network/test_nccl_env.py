@@ -22,7 +22,9 @@ SOCKET_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 
 @pytest.mark.hints("nccl-socket-ifname")
-def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deployment, link_down_advice, evidence):
+def test_socket_interfaces_are_on_the_fabric(
+    node, cluster, inventory, deployment, link_down_advice, fault_owners, evidence
+):
     """vLLM's control-plane netdev up and on the master's subnet.
 
     The control plane as vLLM gets it: up, on the master address's subnet, and, when the
@@ -57,6 +59,9 @@ def test_socket_interfaces_are_on_the_fabric(node, cluster, inventory, deploymen
             # the node at its other end, when that node cannot be asked), not the variable's
             up = dev.admin_up and dev.carrier
             only_dark = not up and on_master and not routed
+            rail = next((r for r, m in inventory.members_of(node.name) if m.netdev == name), None)
+            # a right variable over a dark port: the port's owner says it (the port, or the node at its other end)
+            evidence.explained_by(fault_owners.dark([(node.name, rail.name)]) if only_dark and rail else "")
             evidence.expect(
                 up and on_master and not routed,
                 what=f"{var} netdev {name}",

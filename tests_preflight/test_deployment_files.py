@@ -49,6 +49,28 @@ def test_compose_identical_on_every_node(cluster, inventory, deployment, evidenc
     evidence.expect(True, what=f"{named} on every node", expected="read on every node", found=found)
 
 
+@pytest.mark.hints("compose-invalid")
+def test_compose_accepted(node, cluster, deployment, evidence):
+    """The node's Docker Compose accepts the compose file.
+
+    `docker compose config` on the node, with its env file and the launcher's shell, as `docker compose up`
+    would read it: a file it rejects is this check's failure, and every check that needs the node's launch
+    plan follows from it (skipped, naming it)."""
+    if deployment.compose_file is None:
+        pytest.skip("the deployment is a launch script, not a compose file")
+    # rejected: errors.ComposeRejected is this check's failure, Compose's own words in its message (masked as a
+    # node's output, the suite's words kept)
+    plan = cluster.plan(node.name)
+    if not plan.read_by.startswith("docker compose"):  # no Compose plugin on the node: nobody to ask
+        pytest.skip(f"read by {plan.read_by}: the node has no Docker Compose to ask (the docker checks say why)")
+    evidence.expect(
+        True,
+        what=f"docker compose config ({deployment.compose_file})",
+        expected="accepted",
+        found=f"accepted (read by {plan.read_by})",
+    )
+
+
 @pytest.mark.hints("master-addr-wrong")
 def test_master_addr_is_rank0(node, cluster, inventory, evidence):
     """MASTER_ADDR fixed to rank 0's address.

@@ -159,13 +159,14 @@ def secrets_run(tmp_path_factory):
     return tmp, bad_day.secrets_run(tmp)
 
 
-MASTER_ADDR = "tests_preflight/test_deployment_files.py::test_master_addr_is_rank0[{}]"
+ACCEPTED = "tests_preflight/test_deployment_files.py::test_compose_accepted[{}]"
 
 
 def _env_file_refused(run, node: str) -> str:
-    """The message of the node's first check that reads its launch plan: Compose refuses the env file,
-    and gb10check's reader quotes the line ("" when that check did not fail so)."""
-    case = run.junit.get(MASTER_ADDR.format(node), {})
+    """The message of the check that owns a compose file the node's Compose rejects (every other check
+    that reads the launch plan follows from it): Compose refuses the env file, and gb10check's reader quotes
+    the line ("" when that check did not fail so)."""
+    case = run.junit.get(ACCEPTED.format(node), {})
     message = case.get("message", "")
     refused = case.get("outcome") in ("failure", "error") and "compose-invalid" in case["properties"].get("hints", "")
     return message if refused and "is not KEY=VALUE" in message else ""

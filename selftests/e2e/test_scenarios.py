@@ -92,14 +92,16 @@ def resolved(scenario, tid: str) -> str:
 
 
 def expected_failures(expect, ids: set[str], scenario=None) -> dict[str, set[str]]:
-    """The scenario's [expect.fails] ({rank<k>} resolved), its `*` patterns resolved against the run's test ids."""
+    """The scenario's [expect.fails] ({rank<k>} resolved), its `*` patterns resolved against the run's test ids
+    but those its [expect.skips] names (a node that is off: its checks fail, those that follow from it skip)."""
     fails = {resolved(scenario, tid) if scenario else tid: hints for tid, hints in expect.fails.items()}
+    skips = {resolved(scenario, tid) if scenario else tid for tid in expect.skips}
     exact = {tid: set(h) for tid, h in fails.items() if "*" not in tid}
     out = dict(exact)
     for pattern, hints in fails.items():
         if "*" in pattern:
             glob = re.compile(".*".join(map(re.escape, pattern.split("*"))))  # only `*` is special: ids have [ ]
-            matched = {tid for tid in ids if glob.fullmatch(tid) and tid not in exact}
+            matched = {tid for tid in ids if glob.fullmatch(tid) and tid not in exact and tid not in skips}
             assert matched, f"the pattern {pattern!r} matches no test"
             out |= {tid: set(hints) for tid in matched}
     return out

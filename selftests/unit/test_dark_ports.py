@@ -50,3 +50,15 @@ def test_a_check_over_several_ends_follows_from_the_first_dark_one_and_lit_ends_
     owner = explaining(found, [("a", "r1"), ("b", "r1"), ("a", "r2"), ("b", "r2")])
     assert owner is not None and owner.end == End("a", "p0", "absent")
     assert "a's p0 is absent (rail r2)" in owner.found()
+
+
+@pytest.mark.parametrize("switched", [False, True])
+def test_a_node_that_cannot_be_reached_owns_its_ends_and_the_far_end_s_missing_carrier(switched):
+    """A node that is off darkens every end of it: on a cable the far end's missing carrier follows from it;
+    behind a switch the far port stays lit, and a check between the two follows from the node that is off."""
+    far = "up" if switched else "no-carrier"
+    found = owners({"r1": _ends(("a", far), ("b", "unreachable"))}, switched=switched)
+    owner = found[("b", "r1")]
+    assert owner.end.node == "b" and owner.found() == "b cannot be reached (off or hung: every end of it is dark)"
+    assert (("a", "r1") in found) is not switched
+    assert explaining(found, [("a", "r1"), ("b", "r1")]) == owner
