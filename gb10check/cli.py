@@ -137,11 +137,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
+        "       gb10check init [USER@]HOST ... [--check] [--output PATH]\n"
         "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean\n"
         "       gb10check --version | STAGE --help | STAGE --pytest-help",
         epilog=f"""stages:
+  init       first: on rank 0, with the other nodes' names (`gb10check init spark-02 spark-03`), discover the
+             cluster read-only and write ./cluster.toml, every value with where it came from and TODO
+             lines for what it could not find; with an inventory there, print how the cluster differs
 {stages}
   plan       each rank's launch plan: image, container settings, the environment as vLLM gets it and the
              command, every value with the file and line that sets it, and the launch rules' verdicts;
@@ -223,6 +227,10 @@ def _main(args: list[str]) -> int:
         from gb10check.explain import main as explain_main
 
         return explain_main(rest)
+    if stage == "init":  # discovers the cluster and writes its inventory: no pytest, no inventory
+        from gb10check.init_command import main as init_main
+
+        return init_main(rest)
     if stage == "plan":  # reads the nodes (or files) itself: no pytest
         from gb10check.plan_command import main as plan_main
 
@@ -236,7 +244,7 @@ def _main(args: list[str]) -> int:
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
         print(
-            f"gb10check: unknown stage {stage!r}; one of {', '.join([*STAGES, 'plan', 'explain', 'sim'])}",
+            f"gb10check: unknown stage {stage!r}; one of {', '.join(['init', *STAGES, 'plan', 'explain', 'sim'])}",
             file=sys.stderr,
         )
         return 4

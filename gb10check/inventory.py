@@ -641,11 +641,26 @@ def validation_problems(exc: ValidationError, data: Any) -> str:
     return "\n".join(f"  - {_describe(e, data)}" for e in exc.errors())
 
 
+def _todo_lines(text: str) -> list[str]:
+    """The lines `gb10check init` left for the operator: a value that is still "TODO"."""
+    return [
+        f"line {i}: {clip(line.strip(), 160)}"
+        for i, line in enumerate(text.splitlines(), start=1)
+        if re.match(r'^\s*[A-Za-z_][\w-]*\s*=\s*"TODO"', line)
+    ]
+
+
 def parse_inventory(text: str, source: str) -> Inventory:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InventoryError(f"{source}: not valid TOML: {exc}") from exc
+    todo = _todo_lines(text)
+    if todo:
+        raise InventoryError(
+            f"{source}: {len(todo)} value(s) gb10check init could not find are still TODO: fill each in (its "
+            "comment says what was looked for), then run again:\n  - " + "\n  - ".join(todo)
+        )
     try:
         return Inventory.model_validate({**data, "source": source})
     except ValidationError as exc:

@@ -78,14 +78,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m sim") -> int:
             print(f"simulated cluster up ({args.scenario}); inventory: {path}; rank 0 namespace: {sim.api_namespace}")
             print(
                 f"try: ip netns exec {sim.api_namespace} ssh -i {sim.dir}/client_key"
-                f" -o UserKnownHostsFile={sim.dir}/known_hosts root@{sim.nodes[-1].lan_ip} ibdev2netdev"
+                f" -o UserKnownHostsFile={sim.dir}/known_hosts root@{sim.nodes[-1].lan_ip} ibdev2netdev",
+                flush=True,  # piped (a script waiting for the line), not held in a buffer while the cluster is up
             )
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
             try:
                 signal.pause()
             except KeyboardInterrupt:
                 pass
-            finally:
+            finally:  # a second Ctrl-C or SIGTERM does not cut the (bounded) teardown short
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 sim.down()
     except SimError as exc:
         print(f"sim: {exc}", file=sys.stderr)

@@ -164,8 +164,9 @@ def test_every_token_shape_is_linear_on_long_adversarial_text(shape_id):
     """Every token shape, detect-secrets' plugins' patterns as gb10check runs them (on the window, or at each
     anchor within its reach), on what makes it work hardest: its sample and the pattern's literals over and
     over with what could follow, and long runs. The three texts it is slowest on at 16 kB are run at 256 kB:
-    linear, proven by a ratio of the fastest of three runs (a busy machine's pauses fall on some): 16 times
-    the text costs at most 48 times the time (a quadratic one: 256 times)."""
+    linear, proven by a ratio of the fastest of five runs (a busy machine's pauses fall on some): 16 times
+    the text costs less than 64 times the time, the geometric midpoint between linear (16 times) and
+    quadratic (256 times): a loaded CI machine measured 53 times for a linear shape."""
     shape = SHAPES_BY_ID[shape_id]
     small, large = redact.WINDOW // 8, 2 * redact.WINDOW  # above the clock's noise; every shape's reach below both
     assert shape.reach <= small // 2
@@ -174,13 +175,13 @@ def test_every_token_shape_is_linear_on_long_adversarial_text(shape_id):
     larger = adversarial.texts_for(shape.pattern.pattern, (shape.sample,), large)
     worst_ratio, worst = 0.0, ""
     for what in slowest:
-        t_small = _fastest(shape, texts[what])
-        t_large = _fastest(shape, larger[what])
+        t_small = _fastest(shape, texts[what], runs=5)
+        t_large = _fastest(shape, larger[what], runs=5)
         ratio = t_large / max(t_small, 1e-4)  # below 0.1 ms the time is the clock's
         if ratio > worst_ratio:
             worst_ratio, worst = ratio, f"{what}: {t_large * 1000:.1f} ms on 128 kB"
         assert t_large < PATTERN_BUDGET, f"{shape_id}: {t_large:.1f} s on {what}"
-    assert worst_ratio < 48, f"{shape_id}: {worst_ratio:.0f}x for 16x the text ({worst})"
+    assert worst_ratio < 64, f"{shape_id}: {worst_ratio:.0f}x for 16x the text ({worst})"
 
 
 def test_detect_secrets_is_the_catalogue_and_every_plugin_run_is_bounded():

@@ -1,0 +1,537 @@
+"""`gb10check init`: the inventory, discovered (read-only), written with where every value came from.
+
+Run on rank 0 with the other nodes' names or addresses (`gb10check init spark-02 spark-03 spark-04`):
+rank 0 is read here, each other node over SSH, one round trip each, in parallel. Of each node: its
+hostname (the node's name), its netdevs and addresses (`ip -j -d addr`), its routes, the RDMA devices and
+the netdevs they drive (sysfs), and the compose files that start vLLM at the usual places. Of that:
+the rails, the topology and a ring's cable order (gb10check/discover.py); then, when one compose file
+starts vLLM on rank 0, each rank's launch plan as `gb10check plan` reads it (the model, its served name,
+the API port, the parsers, the image, the container, the control plane from NCCL_SOCKET_IFNAME).
+
+What it cannot infer it writes as a TODO line the inventory reader refuses until it is filled. It never
+overwrites an inventory: with one at the path it prints the differences (a node, a rail, a moved cable,
+the deployment) and exits 1 when there are any; `--check` does only that (a nightly's drift check).
+Exit status: 0 written / no drift, 1 drift or a node that cannot be read, 4 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import posixpath
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import tomli_w
+
+from gb10check import discover, probes
+from gb10check import inventory as inv
+from gb10check.errors import GB10Error, InventoryError, clip
+from gb10check.neutralise import neutralise
+from gb10check.node import Node, make_transport
+from gb10check.parallel import map_parallel
+from gb10check.parsers.framed import parse_word
+from gb10check.snapshot import Probe, Read, Snapshot
+from gb10check.transport import LocalTransport
+
+TODO = "TODO"  # a value init could not find: the inventory reader refuses the file until it is replaced
+HOSTNAME: Read[str] = Read("hostname", lambda _w: "hostname", lambda t: parse_word(t, "hostname"))
+# the compose files at the usual places (a user's home, /root, /opt, /srv, three levels down) that name vLLM
+COMPOSE_PLACES = ("/home", "/root", "/opt", "/srv")
+COMPOSE_FILES: Read[tuple[str, ...]] = Read(
+    "compose_files",
+    lambda _w: (
+        f"find {' '.join(COMPOSE_PLACES)} -maxdepth 3 -type f \\( -name '*compose*.yml' -o -name '*compose*.yaml' \\) "
+        "-exec grep -l -i vllm {} + 2>/dev/null | sort | head -n 20; exit 0"
+    ),
+    lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
+)
+READS: tuple[Read[Any], ...] = (HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES)
+HF_TARGETS = ("/root/.cache/huggingface", "/root/.cache/huggingface/hub")
+VLLM_PORT = 8000  # `vllm serve`'s default --port
+
+
+@dataclass
+class Found:
+    """The inventory init writes: its data, each value's source (a comment), and what is still TODO."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # "service.model" -> "rank 0's compose, line 12"
+    todo: list[str] = field(default_factory=list)  # "service.max_model_len: why"
+    notes: list[str] = field(default_factory=list)
+
+    def put(self, table: str, key: str, value: object, source: str) -> None:
+        self.data.setdefault(table, {})[key] = value
+        self.sources[f"{table}.{key}"] = source
+
+    def missing(self, table: str, key: str, why: str) -> None:
+        why = clip(why, 240)  # a tool's whole output has no place in a comment
+        self.put(table, key, TODO, why)
+        self.todo.append(f"[{table}] {key}: {why}")
+
+
+def _probes(reads: Sequence[Read[Any]]) -> tuple[Probe, ...]:
+    """The reads' probes: init's reads need no inventory (their commands ignore where they run)."""
+    return tuple(Probe(r.name, cast(str, r.command(cast(Any, None)))) for r in reads)
+
+
+def read_nodes(hosts: Sequence[str], opts: argparse.Namespace) -> list[Snapshot]:
+    """Each node's reading: rank 0 here (or over SSH with --rank0), the others over SSH; in parallel."""
+    ssh = inv.SshSettings(
+        connect_timeout=opts.connect_timeout,
+        host_key_policy="accept-new" if opts.accept_new else "known_hosts",
+        known_hosts=opts.known_hosts,
+        use_ssh_config=not opts.no_ssh_config,
+    )
+    nodes = []
+    for rank, host in enumerate(hosts):
+        spec = _node_spec(rank, host, opts)
+        transport = LocalTransport(spec.name) if spec.transport == "local" else make_transport(spec, ssh)
+        nodes.append(Node(spec, transport, opts.command_timeout, _probes(READS)))
+    try:
+        return map_parallel(lambda n: n.probe(n.probes), nodes, name="gb10check-init")
+    finally:
+        for n in nodes:
+            n.transport.close()
+
+
+def _node_spec(rank: int, host: str, opts: argparse.Namespace) -> inv.Node:
+    if host == "local":
+        return inv.Node(name=f"rank{rank}", rank=rank, transport="local")
+    user, at, address = host.rpartition("@")
+    return inv.Node(
+        name=f"rank{rank}",
+        rank=rank,
+        transport="ssh",
+        host=address,
+        user=(user if at else None) or opts.user,
+        port=opts.port,
+        key=opts.key,
+    )
+
+
+def reading_of(snap: Snapshot, host: str) -> tuple[discover.NodeReading, tuple[str, ...]]:
+    """A node's snapshot as discover reads it, and its compose files (GB10Error: it could not be read)."""
+    if snap.error is not None:
+        raise snap.error
+    netdevs = snap.fact(probes.IP_ADDR)
+    ports = discover.ports_of(netdevs, snap.fact(probes.RDMA_PORTS))
+    address = host.rpartition("@")[2]
+    reading = discover.NodeReading(address, snap.fact(HOSTNAME), ports, netdevs, snap.fact(probes.IP_ROUTE))
+    return reading, snap.fact(COMPOSE_FILES)
+
+
+def _named(readings: Sequence[discover.NodeReading]) -> list[str]:
+    names = [r.hostname.split(".")[0] for r in readings]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InventoryError(f"two nodes call themselves {', '.join(dupes)} (hostname): give each its own name")
+    return names
+
+
+def fabric_tables(found: Found, fabric: discover.Fabric, readings: Sequence[discover.NodeReading]) -> None:
+    """[cluster]'s topology and [[rails]] from the fabric, every value's source."""
+    n = len(fabric.nodes)
+    if fabric.topology is None:
+        found.missing("cluster", "topology", "the rails make no pair, ring or switch: " + "; ".join(fabric.notes[-1:]))
+    else:
+        how = {"pair": "two nodes", "switch": "every rail holds every node", "single": "one node"}.get(
+            fabric.topology, "every rail joins two nodes; the cables make one cycle: " + _cycle_text(fabric)
+        )
+        found.put("cluster", "topology", fabric.topology, f"from the rails: {how}")
+    found.put("cluster", "tensor_parallel_size", n, "one GPU per node, every node a rank")
+    rails = []
+    for rail in fabric.rails:
+        out: dict[str, Any] = {}
+        if rail.alike:
+            port = rail.members[0].port
+            out = {"netdev": port.netdev, "rdma_device": port.rdma_device}
+            out["addresses"] = {m.node: m.port.address for m in rail.members}
+        else:
+            out = {"name": rail.name}
+            out["members"] = [
+                {"node": m.node, "netdev": m.port.netdev, "rdma_device": m.port.rdma_device, "address": m.port.address}
+                for m in rail.members
+            ]
+        gids = {m.port.gid_index for m in rail.members}
+        if len(gids) == 1 and None not in gids:
+            out["gid_index"] = gids.pop()
+        mtus = {m.port.mtu for m in rail.members}
+        if len(mtus) == 1:
+            out["mtu"] = mtus.pop()
+        rails.append(out)
+    found.data["rails"] = rails
+    found.notes += list(fabric.notes)
+
+
+def _cycle_text(fabric: discover.Fabric) -> str:
+    return " - ".join([*(a for a, _ in fabric.cables), fabric.cables[0][0]]) if fabric.cables else ""
+
+
+def control_table(
+    found: Found, fabric: discover.Fabric, readings: Sequence[discover.NodeReading], socket_ifname: str | None
+) -> None:
+    """[control]: the netdev the deployment names (NCCL_SOCKET_IFNAME), else a ring's or a switch's LAN port."""
+    rail_netdevs = {m.port.netdev for r in fabric.rails for m in r.members}
+    names = fabric.nodes
+    if socket_ifname is not None:
+        netdev, source = socket_ifname.split(",")[0].lstrip("=^"), "rank 0's NCCL_SOCKET_IFNAME (the launch plan)"
+    elif fabric.topology in ("pair", "single"):
+        return  # the first rail, as the inventory reads a pair without [control]
+    else:
+        lans = {r.lan() for r in readings}
+        netdevs = {lan[0] for lan in lans if lan is not None}
+        if len(netdevs) != 1 or None in lans:
+            found.missing("control", "netdev", "no deployment was read and the nodes share no LAN port")
+            return
+        netdev, source = netdevs.pop(), "the port each node was reached on (no deployment read)"
+    found.put("control", "netdev", netdev, source)
+    if netdev not in rail_netdevs:
+        addresses = {}
+        for name, reading in zip(names, readings, strict=True):
+            nd = reading.netdevs.get(netdev)
+            v4 = [a for a in (nd.addresses if nd else ()) if ipaddress.ip_interface(a).version == 4]
+            if not v4:
+                found.missing("control", "addresses", f"{name} has no IPv4 address on {netdev}")
+                return
+            addresses[name] = v4[0]
+        found.put("control", "addresses", addresses, f"each node's address on {netdev} (ip addr)")
+
+
+def nodes_table(found: Found, names: Sequence[str], hosts: Sequence[str], opts: argparse.Namespace) -> None:
+    entries = []
+    for rank, (name, host) in enumerate(zip(names, hosts, strict=True)):
+        entry: dict[str, Any] = {"name": name, "rank": rank}
+        if host == "local":
+            entry["transport"] = "local"
+        else:
+            user, at, address = host.rpartition("@")
+            entry |= {"transport": "ssh", "host": address}
+            if (user if at else None) or opts.user:
+                entry["user"] = (user if at else None) or opts.user
+            if opts.port:
+                entry["port"] = opts.port
+            if opts.key:
+                entry["key"] = opts.key
+        entries.append(entry)
+    found.data["nodes"] = entries
+    ssh: dict[str, Any] = {"connect_timeout": opts.connect_timeout}
+    ssh["host_key_policy"] = "accept-new" if opts.accept_new else "known_hosts"
+    if opts.known_hosts:
+        ssh["known_hosts"] = opts.known_hosts
+    if opts.no_ssh_config:
+        ssh["use_ssh_config"] = False
+    found.data["ssh"] = ssh
+
+
+def deployment_tables(found: Found, compose_files: Sequence[tuple[str, ...]], names: Sequence[str]) -> str | None:
+    """[deployment] and [service] from the compose file rank 0 starts vLLM with, read as `gb10check plan` reads
+    it on every node; returns rank 0's NCCL_SOCKET_IFNAME (None: no plan, or it sets none)."""
+    on_rank0 = compose_files[0] if compose_files else ()
+    if len(on_rank0) != 1:
+        why = (
+            f"no compose file naming vLLM under {', '.join(COMPOSE_PLACES)} on rank 0 (three levels down)"
+            if not on_rank0
+            else f"{len(on_rank0)} compose files name vLLM on rank 0: {', '.join(on_rank0)}"
+        )
+        found.missing("deployment", "compose_file", why + ' (a launch script: launch = { script = "PATH" })')
+        for key in ("container", "image", "hf_cache"):
+            found.missing("deployment", key, "read from the compose file once it is named")
+        for key in ("served_model_name", "model", "max_model_len"):
+            found.missing("service", key, "read from the compose file once it is named")
+        found.put("service", "base_url", f"http://localhost:{VLLM_PORT}", "vllm serve's default port (no plan read)")
+        return None
+    compose = on_rank0[0]
+    found.put("deployment", "compose_file", compose, f"the one compose file naming vLLM on rank 0 ({names[0]})")
+    lacking = [n for n, files in zip(names, compose_files, strict=True) if compose not in files]
+    if lacking:
+        found.notes.append(
+            f"{', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no {compose}: preflight says so"
+        )
+    return _from_plan(found, compose)
+
+
+def _from_plan(found: Found, compose: str) -> str | None:
+    from gb10check.plan_command import plans
+
+    data = {
+        **{k: v for k, v in found.data.items() if k not in ("service", "deployment")},
+        "deployment": {"compose_file": compose, "container": "-", "image": "-", "hf_cache": "-"},
+    }
+    if TODO in data.get("control", {}).values():
+        del data["control"]
+    try:
+        inventory = inv.Inventory.model_validate(data)
+    except Exception as exc:  # the fabric made no valid inventory (already said in its TODO lines)
+        found.notes.append(f"the launch plan was not read: the fabric found is not yet an inventory ({exc})")
+        return _unread(found, "the fabric found is not yet an inventory")
+    # the container is what init looks for: unknown, the compose's only service is the one (compose.choose_service)
+    assert inventory.deployment is not None
+    inventory = inventory.model_copy(update={"deployment": inventory.deployment.model_copy(update={"container": None})})
+    rank0 = inventory.by_rank(0).name
+    report = plans(inventory, running=False, offline=False, only=[rank0])[0]
+    if report.plan is None:
+        return _unread(found, f"rank 0's launch plan could not be read: {report.error}")
+    plan, where = report.plan, f"{rank0}'s launch plan ({plan_read_by(report.plan.read_by)})"
+    _put_setting(found, "deployment", "container", plan.container_name.value, where)
+    _put_setting(found, "deployment", "image", plan.image.value, where)
+    hub = [m.source for m in plan.container.mounts if m.target.rstrip("/") in HF_TARGETS and m.kind == "bind"]
+    if hub:
+        found.put("deployment", "hf_cache", hub[0], f"{where}: the bind onto {HF_TARGETS[0]}")
+    else:
+        found.missing("deployment", "hf_cache", f"{where} binds no host folder onto {HF_TARGETS[0]}")
+    try:
+        vllm = plan.vllm
+        model = vllm.model_name
+        options = {o: vllm.value(o) for o in ("--served-model-name", "--port", "--max-model-len")}
+        parsers = {o: vllm.value(o) for o in ("--reasoning-parser", "--tool-call-parser")}
+        keyed = vllm.has("--api-key")
+    except GB10Error as exc:
+        return _unread(found, f"{where}: {exc}", keep_deployment=True)
+    _put_setting(found, "service", "model", model, f"{where}: the model `vllm serve` loads")
+    served = options["--served-model-name"] or model
+    _put_setting(found, "service", "served_model_name", served, f"{where}: --served-model-name, else the model")
+    port = options["--port"] or str(VLLM_PORT)
+    found.put("service", "base_url", f"http://localhost:{port}", f"{where}: --port (init runs on rank 0)")
+    if options["--max-model-len"]:
+        found.put("service", "max_model_len", int(options["--max-model-len"]), f"{where}: --max-model-len")
+    else:
+        found.missing("service", "max_model_len", f"{where} gives no --max-model-len (vLLM takes the model's own)")
+    for option, key in (("--reasoning-parser", "reasoning_parser"), ("--tool-call-parser", "tool_call_parser")):
+        if parsers[option]:
+            found.put("service", key, parsers[option], f"{where}: {option}")
+    if keyed or "VLLM_API_KEY" in plan.environment:
+        found.put("service", "api_key_env", "VLLM_API_KEY", f"{where} sets an API key: export it before a run")
+    ifname = plan.environment.get("NCCL_SOCKET_IFNAME")
+    value = ifname.value if ifname is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def plan_read_by(read_by: str) -> str:
+    return f"read by {read_by}"
+
+
+def _put_setting(found: Found, table: str, key: str, value: object, where: str) -> None:
+    if isinstance(value, str) and value:
+        found.put(table, key, value, where)
+    else:
+        found.missing(table, key, f"{where} does not set it (or it is decided at start)")
+
+
+def _unread(found: Found, why: str, *, keep_deployment: bool = False) -> str | None:
+    keys = [] if keep_deployment else [("deployment", k) for k in ("container", "image", "hf_cache")]
+    for table, key in [*keys, *(("service", k) for k in ("served_model_name", "model", "max_model_len"))]:
+        if key not in found.data.get(table, {}):
+            found.missing(table, key, why)
+    found.data.setdefault("service", {}).setdefault("base_url", f"http://localhost:{VLLM_PORT}")
+    return None
+
+
+def discovered(hosts: Sequence[str], opts: argparse.Namespace) -> tuple[Found, discover.Fabric]:
+    """Every node read, the inventory made of what they said (GB10Error: a node could not be read)."""
+    snaps = read_nodes(hosts, opts)
+    failed = [f"{h}: {s.error}" for h, s in zip(hosts, snaps, strict=True) if s.error is not None]
+    if failed:
+        raise InventoryError("cannot read every node:\n  " + "\n  ".join(neutralise(f) for f in failed))
+    read = [reading_of(s, h) for s, h in zip(snaps, hosts, strict=True)]
+    readings, compose_files = [r for r, _ in read], [c for _, c in read]
+    names = _named(readings)
+    fabric = discover.infer(readings, names)
+    found = Found()
+    found.put("cluster", "name", opts.name or f"{names[0]}-cluster", "--name" if opts.name else "rank 0's hostname")
+    nodes_table(found, names, hosts, opts)
+    fabric_tables(found, fabric, readings)
+    control_table(found, fabric, readings, None)  # the LAN's, until the launch plan names it
+    ifname = deployment_tables(found, compose_files, names)
+    if ifname is not None:
+        found.data.pop("control", None)
+        found.todo = [t for t in found.todo if not t.startswith("[control]")]
+        control_table(found, fabric, readings, ifname)
+    return found, fabric
+
+
+# -- writing ------------------------------------------------------------------------------------------
+ORDER = ("cluster", "ssh", "nodes", "control", "rails", "service", "deployment")
+HEADER = """\
+# gb10check inventory, written by `gb10check init` on {when} (read-only discovery). Every value says
+# where it came from; a TODO line is what init could not find: the suite refuses this file until each
+# is filled. Keys it did not write keep their defaults (see the examples beside cluster.example.toml).
+"""
+
+
+def _value(value: object) -> str:
+    """A value as TOML writes it, a table inline (`{ a = "x", b = 1 }`: tomli_w quotes and escapes)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
+
+
+def _key(key: str) -> str:
+    return tomli_w.dumps({key: 0}).rsplit("=", 1)[0].strip()
+
+
+def _comment(text: str) -> str:
+    return neutralise(text).replace("\n", " ")
+
+
+def render(found: Found, when: str) -> str:
+    """The inventory as TOML with a comment per value (node text in comments neutralised, values quoted)."""
+    lines = [HEADER.format(when=when)]
+    for note in found.notes:
+        lines.append(f"# found: {_comment(note)}")
+    if found.notes:
+        lines.append("")
+    for table in ORDER:
+        if table not in found.data:
+            continue
+        value = found.data[table]
+        if table == "nodes":
+            for entry in value:
+                lines += ["[[nodes]]", *(f"{k} = {_value(v)}" for k, v in entry.items()), ""]
+            continue
+        if table == "rails":
+            for rail in value:
+                lines.append("[[rails]]")
+                for k, v in rail.items():
+                    if k == "members":
+                        lines += ["members = [", *(f"  {_value(m)}," for m in v), "]"]
+                    else:
+                        lines.append(f"{k} = {_value(v)}")
+                lines.append("")
+            continue
+        lines.append(f"[{table}]")
+        for key, v in value.items():
+            source = found.sources.get(f"{table}.{key}", "")
+            mark = "TODO: " if v == TODO else ""
+            lines.append(f"{key} = {_value(v)}" + (f"  # {mark}{_comment(source)}" if source else ""))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# -- drift --------------------------------------------------------------------------------------------
+def differences(found: Found, fabric: discover.Fabric, existing: inv.Inventory) -> list[str]:
+    """What the cluster is now against what the inventory says: nodes, topology, rails, cable order, control."""
+    out: list[str] = []
+    names = [n["name"] for n in found.data["nodes"]]
+    had = [n.name for n in sorted(existing.nodes, key=lambda n: n.rank)]
+    out += [f"node {n} answers but is not in the inventory" for n in names if n not in had]
+    out += [f"node {n} is in the inventory but was not read (not given, or renamed)" for n in had if n not in names]
+    if fabric.topology != existing.topology:
+        out.append(f"topology: the inventory says {existing.topology}, the rails make {fabric.topology or 'none'}")
+    now = {r.subnet: {(m.node, m.port.netdev, m.port.address) for m in r.members} for r in fabric.rails}
+    then = {
+        str(r.subnet): {(m.node, m.netdev, str(ipaddress.ip_interface(m.address))) for m in r.members}
+        for r in existing.rails
+    }
+    for subnet in sorted(set(now) | set(then)):
+        a, b = then.get(subnet, set()), now.get(subnet, set())
+        if a == b:
+            continue
+        if not a:
+            out.append(f"a rail on {subnet} is new: {_ends(b)}")
+        elif not b:
+            out.append(f"the rail on {subnet} is gone: the inventory has {_ends(a)}")
+        else:
+            out.append(f"the rail on {subnet} changed: the inventory has {_ends(a - b)}, the cluster {_ends(b - a)}")
+    if existing.topology == "ring" and fabric.topology == "ring":
+        cables = [frozenset(r.nodes) for r in existing.rails]
+        order = list(dict.fromkeys(cables))
+        if order != [frozenset(c) for c in fabric.cables]:
+            out.append(
+                "the ring's cable order changed: the inventory has "
+                + ", ".join("-".join(sorted(c)) for c in order)
+                + "; the cluster "
+                + ", ".join("-".join(sorted(c)) for c in fabric.cables)
+            )
+    control = found.data.get("control", {}).get("netdev")
+    if control not in (None, TODO) and control != existing.control_netdev(existing.api_node.name):
+        out.append(f"the control plane: the inventory has {existing.control_netdev(existing.api_node.name)}, the "
+                   f"deployment names {control}")  # fmt: skip
+    compose = found.data.get("deployment", {}).get("compose_file")
+    if compose not in (None, TODO) and existing.deployment is not None and compose != existing.deployment.compose_file:
+        out.append(f"the compose file: the inventory has {existing.deployment.compose_file}, rank 0 has {compose}")
+    return [neutralise(line) for line in out]
+
+
+def _ends(ends: set[tuple[str, str, str]] | set[tuple[str, str, str | None]]) -> str:
+    return ", ".join(f"{node} {netdev} {address}" for node, netdev, address in sorted(ends, key=str)) or "nothing"
+
+
+# -- the command --------------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gb10check init",
+        description="Discover the cluster (read-only) and write its inventory, every value with where it came "
+        "from; with an inventory at the path, print how the cluster differs from it.",
+        epilog="examples:\n  gb10check init spark-02 spark-03 spark-04      (on rank 0)\n"
+        "  gb10check init --check nvidia@spark-02          (a nightly's drift check: exit 1 on a difference)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("hosts", nargs="*", metavar="[USER@]HOST", help="the other nodes, in rank order (rank 0: this one)")
+    p.add_argument("--single", action="store_true", help="a cluster of this one node (no other nodes to name)")
+    p.add_argument("--rank0", metavar="[USER@]HOST", help="read rank 0 over SSH too, at this address")
+    p.add_argument("--output", "-o", metavar="PATH", default="cluster.toml", help="where (default ./cluster.toml)")
+    p.add_argument("--check", action="store_true", help="only compare with the inventory at --output; never write")
+    p.add_argument("--name", help="the cluster's name (default: rank 0's hostname and -cluster)")
+    p.add_argument("--user", help="the SSH user for every node (USER@HOST for one)")
+    p.add_argument("--port", type=int, help="the SSH port for every node")
+    p.add_argument("--key", metavar="PATH", help="the SSH key (default: the agent and ~/.ssh)")
+    p.add_argument("--known-hosts", metavar="PATH", help="the known_hosts file (default: ~/.ssh/known_hosts)")
+    p.add_argument("--accept-new", action="store_true", help="record unknown host keys (reject changed ones)")
+    p.add_argument("--no-ssh-config", action="store_true", help="ignore ~/.ssh/config")
+    p.add_argument("--connect-timeout", type=float, default=5.0, metavar="SECONDS")
+    p.add_argument("--command-timeout", type=float, default=10.0, metavar="SECONDS")
+    return p
+
+
+def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, when: str | None = None) -> int:
+    from datetime import UTC, datetime
+
+    parser = _parser()
+    opts = parser.parse_args(args)
+    if not opts.hosts and not opts.single:
+        parser.print_usage(sys.stderr)
+        print(
+            "gb10check init: name the other nodes, in rank order (gb10check init spark-02 spark-03); finding them "
+            "on the fabric by themselves is planned. One node alone: gb10check init --single",
+            file=sys.stderr,
+        )
+        return 4
+    out = Path(opts.output).expanduser()
+    hosts = [opts.rank0 or "local", *opts.hosts]
+    existing: inv.Inventory | None = None
+    try:
+        if out.exists() or opts.check:
+            existing = inv.load_inventory(out, "--output")
+        found, fabric = discovered(hosts, opts)
+    except InventoryError as exc:
+        print(f"gb10check init: {exc}", file=sys.stderr)
+        return 4 if existing is None and (out.exists() or opts.check) else 1
+    except GB10Error as exc:
+        print(f"gb10check init: {neutralise(str(exc))}", file=sys.stderr)
+        return 1
+    if existing is not None:
+        diff = differences(found, fabric, existing)
+        if not diff:
+            print_(f"{out}: the cluster is as the inventory says ({len(hosts)} nodes, {fabric.topology})\n")
+            return 0
+        print_(f"{out}: the cluster differs from the inventory ({len(diff)}); it was not changed:\n")
+        print_("".join(f"  - {d}\n" for d in diff))
+        return 1
+    stamp = when or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text = render(found, stamp)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    shown = posixpath.relpath(out) if not out.is_absolute() else str(out)
+    print_(f"wrote {shown}: {len(hosts)} nodes, {fabric.topology or 'no topology'}, {len(fabric.rails)} rails\n")
+    for note in found.notes:
+        print_(f"  found: {neutralise(note)}\n")
+    if found.todo:
+        print_(f"  {len(found.todo)} TODO line(s) to fill before the suite reads it:\n")
+        print_("".join(f"    {neutralise(t)}\n" for t in found.todo))
+    else:
+        print_(f"  next: gb10check preflight --cluster {shown}\n")
+    return 0

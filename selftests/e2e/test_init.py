@@ -1,0 +1,160 @@
+"""`gb10check init` on the simulated clusters: run on rank 0 with only what a user knows (the nodes'
+addresses and the SSH login), it writes an inventory that says what the sim's own says (nodes, ranks,
+rails, topology, a ring's cable order, the control plane, the service and the deployment); the suite
+passes on it; `--check` finds a cable moved since, and an inventory is never overwritten."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gb10check import init_command
+from gb10check import inventory as inv
+
+pytestmark = pytest.mark.sim
+
+
+@dataclass
+class UpByHand:
+    """A cluster an operator brought up with `gb10check sim up SCENARIO` (its own process: its own owner)."""
+
+    inventory: inv.Inventory
+    dir: Path
+    api_namespace: str
+
+
+@pytest.fixture(scope="module", params=["healthy-ring4", "healthy-switch8"])
+def larger(request):
+    from sim.cluster import why_not_available
+
+    if why_not_available():
+        pytest.skip(why_not_available())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gb10check.cli", "sim", "up", request.param],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 600  # a bound for a loaded machine, not a figure
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([proc.stdout], [], [], 5)
+            if not ready:
+                continue
+            line = proc.stdout.readline()
+            lines.append(line)
+            up = re.search(r"inventory: (\S+); rank 0 namespace: (\S+)", line)
+            if up:
+                path = Path(up[1])
+                yield UpByHand(inv.load_inventory(path), path.parent, up[2])
+                return
+        pytest.fail("gb10check sim up did not come up:\n" + "".join(lines))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def _init(sim, out: Path, *extra: str) -> tuple[int, str]:
+    """init run in rank 0's namespace, rank 0 read at its address too (the sim's /sys is its sshd's)."""
+    from sim import netns
+
+    hosts = [n.host for n in sorted(sim.inventory.nodes, key=lambda n: n.rank)]
+    args = ["--rank0", hosts[0], *hosts[1:], "--user", "root", "--key", str(sim.dir / "client_key")]
+    args += ["--known-hosts", str(sim.dir / "known_hosts"), "--no-ssh-config", "-o", str(out), *extra]
+    said: list[str] = []
+    previous = netns.enter(sim.api_namespace)
+    try:
+        rc = init_command.main(args, print_=said.append, when="2026-12-07 08:00 UTC")
+    finally:
+        netns.leave(previous)
+    return rc, "".join(said)
+
+
+def _members(inventory: inv.Inventory) -> dict[str, set[tuple[str, str, str, str]]]:
+    return {
+        str(r.subnet): {(m.node, m.netdev, m.rdma_device, str(ipaddress.ip_interface(m.address))) for m in r.members}
+        for r in inventory.rails
+    }
+
+
+def _says_what_the_sim_says(written: inv.Inventory, sim) -> None:
+    own = sim.inventory
+    assert [(n.name, n.rank, n.host) for n in written.nodes] == [
+        (n.name, n.rank, n.host) for n in sorted(own.nodes, key=lambda n: n.rank)
+    ]
+    assert written.topology == own.topology
+    assert _members(written) == _members(own)
+    if own.topology == "ring":  # the cables in the same order: each rail's pair of nodes, rail by rail
+        assert [sorted(r.nodes) for r in written.rails] == [sorted(r.nodes) for r in own.rails]
+    names = [n.name for n in own.nodes]
+    assert [written.control_netdev(n) for n in names] == [own.control_netdev(n) for n in names]
+    assert written.master_address == own.master_address
+    assert written.service is not None and own.service is not None
+    for key in ("served_model_name", "model", "max_model_len", "reasoning_parser", "tool_call_parser", "base_url"):
+        assert getattr(written.service, key) == getattr(own.service, key), key
+    assert written.deployment is not None and own.deployment is not None
+    for key in ("compose_file", "container", "image", "hf_cache"):
+        assert getattr(written.deployment, key) == getattr(own.deployment, key), key
+
+
+def _suite_passes(sim, inventory: Path, tmp_path: Path) -> None:
+    """`gb10check all` on rank 0 with the inventory init wrote: every check passes or skips."""
+    run = subprocess.run(
+        ["ip", "netns", "exec", sim.api_namespace, sys.executable, "-m", "gb10check.cli", "all",
+         f"--cluster={inventory}", f"--reports-dir={tmp_path / 'reports'}", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout.splitlines()[-1], run.stdout[-2000:]
+
+
+def test_init_on_a_pair_writes_the_sims_inventory_and_the_suite_passes_on_it(sim_healthy, tmp_path):
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(sim_healthy, out)
+    assert rc == 0, said
+    assert '= "TODO"' not in out.read_text() and f"wrote {out}: 2 nodes, pair, 2 rails" in said, said
+    text = out.read_text()
+    assert "# rank 0's NCCL_SOCKET_IFNAME (the launch plan)" in text  # every value says where it came from
+    written = inv.load_inventory(out)
+    _says_what_the_sim_says(written, sim_healthy)
+    _suite_passes(sim_healthy, out, tmp_path)
+    # run again with the inventory there: nothing differs, nothing written
+    before = out.read_bytes()
+    rc, said = _init(sim_healthy, out)
+    assert (rc, out.read_bytes()) == (0, before), said
+    assert "the cluster is as the inventory says" in said
+
+
+def test_init_check_names_the_drift_and_never_overwrites(sim_healthy, tmp_path):
+    out = tmp_path / "cluster.toml"
+    assert _init(sim_healthy, out)[0] == 0
+    moved = out.read_text().replace('"192.168.101.11/24"', '"192.168.101.12/24"')
+    out.write_text(moved)
+    rc, said = _init(sim_healthy, out, "--check")
+    assert rc == 1, said
+    assert "the rail on 192.168.101.0/24 changed" in said and "192.168.101.12/24" in said, said
+    assert out.read_text() == moved  # never overwritten
+    rc, said = _init(sim_healthy, tmp_path / "absent.toml", "--check")
+    assert rc == 4 and not (tmp_path / "absent.toml").exists(), said
+
+
+def test_init_on_a_ring_and_a_switch_writes_what_the_sim_says_and_the_suite_passes_on_it(larger, tmp_path):
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(larger, out)
+    assert rc == 0, said
+    n = len(larger.inventory.nodes)
+    assert f"{n} nodes, {larger.inventory.topology}" in said, said
+    _says_what_the_sim_says(inv.load_inventory(out), larger)
+    _suite_passes(larger, out, tmp_path)
