@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gb10check import bandwidth, plan_command, probes
+from gb10check import bandwidth, init_command, plan_command, probes
 from gb10check.inventory import load_inventory
 from gb10check.launch import running
 from gb10check.parsers import nccl_library
@@ -72,6 +72,9 @@ READS = [
     rf'2>&1 \|\| for a in( {PATH})+; do ping -n -c 1 -W 1 -I {PATH} "\$a" >/dev/null 2>&1 & done; wait; \}}) & )+'
     r"wait; ip -j neigh show",
     r"iptables -S (FORWARD|DOCKER-USER)",  # the address plan: the chains forwarded fabric traffic meets
+    # `gb10check init`: the node's name, and the compose files naming vLLM at the usual places (reviewed as written)
+    r"hostname",
+    re.escape(init_command.COMPOSE_FILES.command(None)),  # type: ignore[arg-type]
 ]
 AS_ROOT = re.compile(r'if \[ "\$\(id -u\)" = 0 \]; then (?P<a>.+?); else (sudo -n (?P<b>.+?)|echo .+; exit 126); fi')
 FRAMED = re.compile(
@@ -155,6 +158,13 @@ def test_every_command_of_gb10check_plan_is_a_read():
     commands = [p.command for node in inventory.nodes for p in probes.probes_of(reads, inventory, node)]
     assert sum("gb10check-proc" in c for c in commands) == 2 and len(commands) > 2 * 8, commands
     assert [c for c in commands if not is_read(c) and not any(re.fullmatch(f, c) for f in DOCUMENTED)] == []
+
+
+def test_every_command_of_gb10check_init_is_a_read():
+    """`gb10check init` sends its own reads (then `gb10check plan`'s file reads, proven above)."""
+    commands = [p.command for p in init_command._probes(init_command.READS)]
+    assert len(commands) == 5 and any("find /home" in c for c in commands), commands
+    assert [c for c in commands if not is_read(c)] == []
 
 
 PROBE_LINE = re.compile(
