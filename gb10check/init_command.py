@@ -143,6 +143,8 @@ def fabric_tables(found: Found, fabric: discover.Fabric, readings: Sequence[disc
         )
         found.put("cluster", "topology", fabric.topology, f"from the rails: {how}")
     found.put("cluster", "tensor_parallel_size", n, "one GPU per node, every node a rank")
+    if fabric.topology == "switch" and len(fabric.rails) == 1:
+        found.put("cluster", "rails", 1, "one rail found: half of each port's bandwidth; address the other half")
     rails = []
     for rail in fabric.rails:
         out: dict[str, Any] = {}

@@ -385,6 +385,8 @@ class Cluster(_Strict):
     # neighbours; switch: 2-8 nodes, every node on every rail. Omitted: single or pair by the node count.
     topology: Topology | None = None
     tensor_parallel_size: int = Field(2, ge=1)
+    # a switch cabled on one half of each port only: said on purpose (one rail carries half a port's bandwidth)
+    rails: int | None = Field(None, ge=1, le=2)
 
 
 class SecretShape(_Strict):
@@ -459,9 +461,23 @@ class Inventory(_Strict):
         by_rank = [n.name for n in sorted(self.nodes, key=lambda n: n.rank)]
         problems += topology.problems(self.topology, by_rank, [(r.name, r.nodes) for r in rails])
         problems += self._control_problems()
+        problems += self._rail_count_problems()
         if problems:
             raise ValueError(_lines(problems))
         return self
+
+    def _rail_count_problems(self) -> list[str]:
+        """A switch on one rail is refused unless [cluster] rails = 1 says it is meant; a count said is the count."""
+        said, have = self.cluster.rails, len(self.rails)
+        if said is not None and said != have:
+            return [f"[cluster] rails = {said}, but the inventory has {have} [[rails]]: write the rails, or the count"]
+        if self.topology == "switch" and have == 1 and said is None:
+            return [
+                "a switch with one rail: each node's QSFP port has two halves, one rail (subnet) each, and NCCL "
+                "spreads its traffic over both; on one rail the cluster has half each port's bandwidth. Add the "
+                "second half's [[rails]], or say one is meant: [cluster] rails = 1"
+            ]
+        return []
 
     def _control_problems(self) -> list[str]:
         if self.control is None:

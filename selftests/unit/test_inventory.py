@@ -315,3 +315,16 @@ def test_every_inventory_key_is_read_by_the_suite():
     }
     assert [k for k in unread if k not in through] == []
     assert all(any(re.search(rf"\.{m}\b", code) for m in through[k]) for k in unread)
+
+
+def test_a_switch_on_one_rail_is_refused_unless_it_says_so():
+    """One rail on a switch is half of every port's bandwidth: refused, saying why, unless [cluster] rails = 1."""
+    text = _nodes(3) + CONTROL + '[cluster]\ntopology = "switch"\n' + _switch_rail(3)
+    with pytest.raises(InventoryError) as err:
+        parse_inventory(text, "s.toml")
+    assert "a switch with one rail" in str(err.value) and "[cluster] rails = 1" in str(err.value)
+    said = text.replace('topology = "switch"\n', 'topology = "switch"\nrails = 1\n')
+    assert len(parse_inventory(said, "s.toml").rails) == 1
+    wrong = text.replace('topology = "switch"\n', 'topology = "switch"\nrails = 2\n')
+    with pytest.raises(InventoryError, match=r"rails = 2, but the inventory has 1 \[\[rails\]\]"):
+        parse_inventory(wrong, "s.toml")
