@@ -58,7 +58,7 @@ def larger(request):
                 return
         pytest.fail("gb10check sim up did not come up:\n" + "".join(lines))
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # as `kill` ends it (SIGINT is ignored in a background job)
         try:
             proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
