@@ -11,7 +11,8 @@ the API port, the parsers, the image, the container, the control plane from NCCL
 What it cannot infer it writes as a TODO line the inventory reader refuses until it is filled. It never
 overwrites an inventory: with one at the path it prints the differences (a node, a rail, a moved cable,
 the deployment) and exits 1 when there are any; `--check` does only that (a nightly's drift check).
-Exit status: 0 written / no drift, 1 drift or a node that cannot be read, 4 usage.
+Exit status: 0 written / no drift, 1 drift or a node that cannot be read, 4 usage, an inventory at the path
+that cannot be read, or a path that cannot be written.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import posixpath
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +53,8 @@ COMPOSE_FILES: Read[tuple[str, ...]] = Read(
 )
 READS: tuple[Read[Any], ...] = (HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES)
 HF_TARGETS = ("/root/.cache/huggingface", "/root/.cache/huggingface/hub")
-VLLM_PORT = 8000  # `vllm serve`'s default --port
+VLLM_PORT = 8000
+MTU_RANGE = (576, 9216)  # inventory.Rail.mtu's bounds  # `vllm serve`'s default --port
 
 
 @dataclass
@@ -144,11 +147,12 @@ def fabric_tables(found: Found, fabric: discover.Fabric, readings: Sequence[disc
         found.put("cluster", "topology", fabric.topology, f"from the rails: {how}")
     found.put("cluster", "tensor_parallel_size", n, "one GPU per node, every node a rank")
     if fabric.topology == "switch" and len(fabric.rails) == 1:
-        found.put("cluster", "rails", 1, "one rail found: half of each port's bandwidth; address the other half")
+        found.missing("cluster", "rails", "one rail found: half of each port's bandwidth. Write 1 if one rail is "
+                      "meant; else address the ports' other half and run init again")  # fmt: skip
     rails = []
     for rail in fabric.rails:
         out: dict[str, Any] = {}
-        if rail.alike:
+        if rail.alike and rail.name == rail.members[0].port.netdev:  # a ring's rails keep their cable names
             port = rail.members[0].port
             out = {"netdev": port.netdev, "rdma_device": port.rdma_device}
             out["addresses"] = {m.node: m.port.address for m in rail.members}
@@ -162,8 +166,11 @@ def fabric_tables(found: Found, fabric: discover.Fabric, readings: Sequence[disc
         if len(gids) == 1 and None not in gids:
             out["gid_index"] = gids.pop()
         mtus = {m.port.mtu for m in rail.members}
-        if len(mtus) == 1:
+        if len(mtus) == 1 and MTU_RANGE[0] <= min(mtus) <= MTU_RANGE[1]:
             out["mtu"] = mtus.pop()
+        elif len(mtus) == 1:
+            found.notes.append(f"rail {rail.name}'s MTU {min(mtus)} is outside what the inventory checks "
+                               f"({MTU_RANGE[0]}-{MTU_RANGE[1]}): not written")  # fmt: skip
         rails.append(out)
     found.data["rails"] = rails
     found.notes += list(fabric.notes)
@@ -176,11 +183,12 @@ def _cycle_text(fabric: discover.Fabric) -> str:
 def control_table(
     found: Found, fabric: discover.Fabric, readings: Sequence[discover.NodeReading], socket_ifname: str | None
 ) -> None:
-    """[control]: the netdev the deployment names (NCCL_SOCKET_IFNAME), else a ring's or a switch's LAN port."""
+    """[control]: the netdev the deployment names (`socket_ifname`: the one NCCL_SOCKET_IFNAME selects), else a
+    ring's or a switch's LAN port; a pair's is its first rail (no [control] written)."""
     rail_netdevs = {m.port.netdev for r in fabric.rails for m in r.members}
     names = fabric.nodes
     if socket_ifname is not None:
-        netdev, source = socket_ifname.split(",")[0].lstrip("=^"), "rank 0's NCCL_SOCKET_IFNAME (the launch plan)"
+        netdev, source = socket_ifname, "rank 0's NCCL_SOCKET_IFNAME (the launch plan)"
     elif fabric.topology in ("pair", "single"):
         return  # the first rail, as the inventory reads a pair without [control]
     else:
@@ -201,6 +209,21 @@ def control_table(
                 return
             addresses[name] = v4[0]
         found.put("control", "addresses", addresses, f"each node's address on {netdev} (ip addr)")
+
+
+def _named_netdev(ifname: str, readings: Sequence[discover.NodeReading]) -> str | None:
+    """The one netdev NCCL_SOCKET_IFNAME selects on every node (NCCL: a prefix list, `=` exact, `^` excluding):
+    None for an exclude list, several names, or a prefix that matches more than one netdev or not everywhere."""
+    if "," in ifname or ifname.startswith("^") or not ifname.strip("="):
+        return None
+    exact, want = ifname.startswith("="), ifname.lstrip("=")
+    matches = set()
+    for reading in readings:
+        here = [n for n in reading.netdevs if n == want or (not exact and n.startswith(want))]
+        if len(here) != 1:
+            return None
+        matches.add(here[0])
+    return matches.pop() if len(matches) == 1 else None
 
 
 def nodes_table(found: Found, names: Sequence[str], hosts: Sequence[str], opts: argparse.Namespace) -> None:
@@ -263,8 +286,12 @@ def _from_plan(found: Found, compose: str) -> str | None:
         **{k: v for k, v in found.data.items() if k not in ("service", "deployment")},
         "deployment": {"compose_file": compose, "container": "-", "image": "-", "hf_cache": "-"},
     }
-    if TODO in data.get("control", {}).values():
-        del data["control"]
+    if TODO in data.get("control", {}).values() or ("control" not in data and found.data["cluster"].get("topology")
+                                                     in ("ring", "switch")):  # fmt: skip
+        # a stand-in to read the plan with (the plan's NCCL_SOCKET_IFNAME may name the control plane)
+        rails = found.data.get("rails") or [{}]
+        first = rails[0].get("netdev") or (rails[0].get("members") or [{"netdev": "lo"}])[0]["netdev"]
+        data["control"] = {"netdev": first}
     try:
         inventory = inv.Inventory.model_validate(data)
     except Exception as exc:  # the fabric made no valid inventory (already said in its TODO lines)
@@ -298,8 +325,13 @@ def _from_plan(found: Found, compose: str) -> str | None:
     _put_setting(found, "service", "served_model_name", served, f"{where}: --served-model-name, else the model")
     port = options["--port"] or str(VLLM_PORT)
     found.put("service", "base_url", f"http://localhost:{port}", f"{where}: --port (init runs on rank 0)")
-    if options["--max-model-len"]:
-        found.put("service", "max_model_len", int(options["--max-model-len"]), f"{where}: --max-model-len")
+    length = _length(options["--max-model-len"])
+    if length is not None:
+        found.put("service", "max_model_len", length, f"{where}: --max-model-len {options['--max-model-len']}")
+    elif options["--max-model-len"]:
+        found.missing(
+            "service", "max_model_len", f"{where}: --max-model-len {options['--max-model-len']} is not a length"
+        )
     else:
         found.missing("service", "max_model_len", f"{where} gives no --max-model-len (vLLM takes the model's own)")
     for option, key in (("--reasoning-parser", "reasoning_parser"), ("--tool-call-parser", "tool_call_parser")):
@@ -310,6 +342,18 @@ def _from_plan(found: Found, compose: str) -> str | None:
     ifname = plan.environment.get("NCCL_SOCKET_IFNAME")
     value = ifname.value if ifname is not None else None
     return value if isinstance(value, str) and value else None
+
+
+def _length(text: str | None) -> int | None:
+    """--max-model-len as vLLM reads it: a number, or with k/m (x1000) or K/M (x1024), e.g. 32k, 1M."""
+    if not text:
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text.strip())
+    if not match:
+        return None
+    scale = {"": 1, "k": 1000, "m": 1000**2, "K": 1024, "M": 1024**2}[match[2]]
+    value = float(match[1]) * scale
+    return int(value) if value >= 1 and value == int(value) else None
 
 
 def plan_read_by(read_by: str) -> str:
@@ -348,10 +392,16 @@ def discovered(hosts: Sequence[str], opts: argparse.Namespace) -> tuple[Found, d
     fabric_tables(found, fabric, readings)
     control_table(found, fabric, readings, None)  # the LAN's, until the launch plan names it
     ifname = deployment_tables(found, compose_files, names)
-    if ifname is not None:
+    named = _named_netdev(ifname, readings) if ifname is not None else None
+    if named is not None:
         found.data.pop("control", None)
         found.todo = [t for t in found.todo if not t.startswith("[control]")]
-        control_table(found, fabric, readings, ifname)
+        control_table(found, fabric, readings, named)
+    elif ifname is not None:
+        found.notes.append(
+            f"rank 0's NCCL_SOCKET_IFNAME={ifname} names no one netdev every node has (an exclude list, or a prefix "
+            "of several): the control plane written is init's guess; check it"
+        )
     return found, fabric
 
 
@@ -421,11 +471,23 @@ def differences(found: Found, fabric: discover.Fabric, existing: inv.Inventory) 
     had = [n.name for n in sorted(existing.nodes, key=lambda n: n.rank)]
     out += [f"node {n} answers but is not in the inventory" for n in names if n not in had]
     out += [f"node {n} is in the inventory but was not read (not given, or renamed)" for n in had if n not in names]
-    if fabric.topology != existing.topology:
+    hosts = {n["name"]: n.get("host") for n in found.data["nodes"]}
+    out += [
+        f"node {n.name} is reached at {hosts[n.name]}; the inventory has host {n.host}"
+        for n in existing.nodes
+        if n.name in hosts and hosts[n.name] is not None and n.host is not None and hosts[n.name] != n.host
+    ]
+    two = len(names) == 2 and {fabric.topology, existing.topology} <= {"pair", "switch"}  # two nodes: either
+    if fabric.topology != existing.topology and not two:
         out.append(f"topology: the inventory says {existing.topology}, the rails make {fabric.topology or 'none'}")
-    now = {r.subnet: {(m.node, m.port.netdev, m.port.address) for m in r.members} for r in fabric.rails}
+    now = {
+        r.subnet: {(m.node, f"{m.port.netdev} ({m.port.rdma_device})", m.port.address) for m in r.members}
+        for r in fabric.rails
+    }
     then = {
-        str(r.subnet): {(m.node, m.netdev, str(ipaddress.ip_interface(m.address))) for m in r.members}
+        str(r.subnet): {
+            (m.node, f"{m.netdev} ({m.rdma_device})", str(ipaddress.ip_interface(m.address))) for m in r.members
+        }
         for r in existing.rails
     }
     for subnet in sorted(set(now) | set(then)):
@@ -439,22 +501,24 @@ def differences(found: Found, fabric: discover.Fabric, existing: inv.Inventory) 
         else:
             out.append(f"the rail on {subnet} changed: the inventory has {_ends(a - b)}, the cluster {_ends(b - a)}")
     if existing.topology == "ring" and fabric.topology == "ring":
-        cables = [frozenset(r.nodes) for r in existing.rails]
-        order = list(dict.fromkeys(cables))
-        if order != [frozenset(c) for c in fabric.cables]:
+        then_cables = {frozenset(r.nodes) for r in existing.rails}  # which nodes a cable joins, not the file's order
+        now_cables = {frozenset(c) for c in fabric.cables}
+        if then_cables != now_cables:
             out.append(
-                "the ring's cable order changed: the inventory has "
-                + ", ".join("-".join(sorted(c)) for c in order)
+                "the ring's cables moved: the inventory joins "
+                + ", ".join(sorted("-".join(sorted(c)) for c in then_cables - now_cables))
                 + "; the cluster "
-                + ", ".join("-".join(sorted(c)) for c in fabric.cables)
+                + ", ".join(sorted("-".join(sorted(c)) for c in now_cables - then_cables))
             )
     control = found.data.get("control", {}).get("netdev")
     if control not in (None, TODO) and control != existing.control_netdev(existing.api_node.name):
-        out.append(f"the control plane: the inventory has {existing.control_netdev(existing.api_node.name)}, the "
-                   f"deployment names {control}")  # fmt: skip
+        said = found.sources.get("control.netdev", "init's reading")
+        out.append(f"the control plane: the inventory has {existing.control_netdev(existing.api_node.name)}, "
+                   f"{said} says {control}")  # fmt: skip
     compose = found.data.get("deployment", {}).get("compose_file")
-    if compose not in (None, TODO) and existing.deployment is not None and compose != existing.deployment.compose_file:
-        out.append(f"the compose file: the inventory has {existing.deployment.compose_file}, rank 0 has {compose}")
+    was = existing.deployment.compose_file if existing.deployment is not None else None
+    if compose not in (None, TODO) and was is not None and compose != was:  # (a launch script's deployment: no compose)
+        out.append(f"the compose file: the inventory has {was}, rank 0 has {compose}")
     return [neutralise(line) for line in out]
 
 
@@ -505,13 +569,18 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, wh
     out = Path(opts.output).expanduser()
     hosts = [opts.rank0 or "local", *opts.hosts]
     existing: inv.Inventory | None = None
-    try:
-        if out.exists() or opts.check:
+    if out.exists() or opts.check:
+        try:
             existing = inv.load_inventory(out, "--output")
+        except InventoryError as exc:  # init compares with what is there, never writes over it
+            print(
+                f"gb10check init: {neutralise(str(exc))}\ninit compares the cluster with the inventory at {out} and "
+                "never writes over it: fix it, move it away, or write elsewhere with -o PATH",
+                file=sys.stderr,
+            )
+            return 4
+    try:
         found, fabric = discovered(hosts, opts)
-    except InventoryError as exc:
-        print(f"gb10check init: {exc}", file=sys.stderr)
-        return 4 if existing is None and (out.exists() or opts.check) else 1
     except GB10Error as exc:
         print(f"gb10check init: {neutralise(str(exc))}", file=sys.stderr)
         return 1
@@ -525,8 +594,13 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, wh
         return 1
     stamp = when or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = render(found, stamp)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("x", encoding="utf-8") as fh:  # never over a file that appeared meanwhile
+            fh.write(text)
+    except OSError as exc:
+        print(f"gb10check init: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 4
     shown = posixpath.relpath(out) if not out.is_absolute() else str(out)
     print_(f"wrote {shown}: {len(hosts)} nodes, {fabric.topology or 'no topology'}, {len(fabric.rails)} rails\n")
     for note in found.notes:

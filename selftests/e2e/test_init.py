@@ -32,14 +32,14 @@ class UpByHand:
     api_namespace: str
 
 
-@pytest.fixture(scope="module", params=["healthy-ring4", "healthy-switch8"])
-def larger(request):
+def _up_by_hand(scenario: str):
+    """`gb10check sim up SCENARIO` in its own process (its own owner: beside the session's own clusters)."""
     from sim.cluster import why_not_available
 
     if why_not_available():
         pytest.skip(why_not_available())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gb10check.cli", "sim", "up", request.param],
+        [sys.executable, "-m", "gb10check.cli", "sim", "up", scenario],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -64,6 +64,16 @@ def larger(request):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    yield from _up_by_hand("healthy")
+
+
+@pytest.fixture(scope="module", params=["healthy-ring4", "healthy-switch8"])
+def larger(request):
+    yield from _up_by_hand(request.param)
 
 
 def _init(sim, out: Path, *extra: str) -> tuple[int, str]:
@@ -120,33 +130,33 @@ def _suite_passes(sim, inventory: Path, tmp_path: Path) -> None:
     assert " passed" in run.stdout.splitlines()[-1], run.stdout[-2000:]
 
 
-def test_init_on_a_pair_writes_the_sims_inventory_and_the_suite_passes_on_it(sim_healthy, tmp_path):
+def test_init_on_a_pair_writes_the_sims_inventory_and_the_suite_passes_on_it(pair, tmp_path):
     out = tmp_path / "cluster.toml"
-    rc, said = _init(sim_healthy, out)
+    rc, said = _init(pair, out)
     assert rc == 0, said
     assert '= "TODO"' not in out.read_text() and f"wrote {out}: 2 nodes, pair, 2 rails" in said, said
     text = out.read_text()
     assert "# rank 0's NCCL_SOCKET_IFNAME (the launch plan)" in text  # every value says where it came from
     written = inv.load_inventory(out)
-    _says_what_the_sim_says(written, sim_healthy)
-    _suite_passes(sim_healthy, out, tmp_path)
+    _says_what_the_sim_says(written, pair)
+    _suite_passes(pair, out, tmp_path)
     # run again with the inventory there: nothing differs, nothing written
     before = out.read_bytes()
-    rc, said = _init(sim_healthy, out)
+    rc, said = _init(pair, out)
     assert (rc, out.read_bytes()) == (0, before), said
     assert "the cluster is as the inventory says" in said
 
 
-def test_init_check_names_the_drift_and_never_overwrites(sim_healthy, tmp_path):
+def test_init_check_names_the_drift_and_never_overwrites(pair, tmp_path):
     out = tmp_path / "cluster.toml"
-    assert _init(sim_healthy, out)[0] == 0
+    assert _init(pair, out)[0] == 0
     moved = out.read_text().replace('"192.168.101.11/24"', '"192.168.101.12/24"')
     out.write_text(moved)
-    rc, said = _init(sim_healthy, out, "--check")
+    rc, said = _init(pair, out, "--check")
     assert rc == 1, said
     assert "the rail on 192.168.101.0/24 changed" in said and "192.168.101.12/24" in said, said
     assert out.read_text() == moved  # never overwritten
-    rc, said = _init(sim_healthy, tmp_path / "absent.toml", "--check")
+    rc, said = _init(pair, tmp_path / "absent.toml", "--check")
     assert rc == 4 and not (tmp_path / "absent.toml").exists(), said
 
 
