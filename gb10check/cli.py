@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from gb10check.errors import CommandLineError
+from gb10check import suite
+from gb10check.errors import CommandLineError, SuiteFilesError
 
 STAGES = {
     "preflight": ("preflight", "before `docker compose up`: drivers, firewall, memory, images, weights, compose"),
@@ -33,17 +34,6 @@ EXIT_CODES = """exit status:
 # pytest's own options that take a path: made absolute too, since pytest runs from the suite
 PYTEST_PATH_OPTIONS = ("--junitxml", "--junit-xml")
 SIM = "--sim"
-
-
-def suite_root() -> Path:
-    """The clone the package was installed from (editable, as bin/setup installs it)."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "conftest.py").is_file() or not (root / "pytest.ini").is_file():
-        raise SystemExit(
-            f"gb10check: the suite's checks are not beside the package ({root}); install it from a clone with "
-            "bin/setup (pip install -e), which keeps them together"
-        )
-    return root
 
 
 def _with_stage(args: list[str], marker: str) -> list[str]:
@@ -199,6 +189,31 @@ def version() -> str:
         return "unknown (not installed: run bin/setup)"
 
 
+def _version_lines() -> str:
+    """`gb10check --version`: the suite's version, where its checks are, the Python and pytest that run
+    them, and the inventory a stage would read from here (as a bug report wants them)."""
+    import platform
+
+    import pytest
+
+    try:
+        where = f"{suite.root()} ({'installed' if suite.installed() else 'a clone'})"
+    except SuiteFilesError as exc:
+        where = str(exc)
+    if os.environ.get("GB10_CLUSTER"):
+        path, origin = Path(os.environ["GB10_CLUSTER"]).expanduser(), "$GB10_CLUSTER"
+    else:
+        path, origin = Path.cwd() / "cluster.toml", "the default, ./cluster.toml"
+    found = "found" if path.is_file() else "not there: gb10check init writes one"
+    return (
+        f"gb10check {version()}\n"
+        f"  suite      {where}\n"
+        f"  python     {platform.python_version()} ({sys.executable})\n"
+        f"  pytest     {pytest.__version__}\n"
+        f"  inventory  {path} ({origin}; {found})"
+    )
+
+
 def _stage_help(stage: str) -> str:
     """`gb10check STAGE --help`: what the stage runs and the options, not pytest's 500 lines."""
     marker, about = STAGES[stage]
@@ -216,7 +231,7 @@ def _main(args: list[str]) -> int:
         _parser().print_help()  # bare `gb10check` too: what to type, not an error
         return 0
     if args[0] in ("-V", "--version"):
-        print(f"gb10check {version()}")
+        print(_version_lines())
         return 0
     stage, rest = args[0], args[1:]
     if stage in STAGES and any(a in ("-h", "--help") for a in rest):
@@ -235,7 +250,11 @@ def _main(args: list[str]) -> int:
         from gb10check.plan_command import main as plan_main
 
         return plan_main(rest)
-    root = suite_root()
+    try:
+        root = suite.root()
+    except SuiteFilesError as exc:
+        print(exc, file=sys.stderr)
+        return 4
     sys.path.insert(0, str(root))  # the sim, and the settings (fixtures/settings.py) naming what each option takes
     if stage == "sim":
         from sim.__main__ import main as sim_main
@@ -267,6 +286,9 @@ def _main(args: list[str]) -> int:
             pytest_args.append(f"--cluster={default}")
     import pytest
 
+    if suite.installed():  # the package's folder is no place for pytest's cache
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gb10check" / "pytest"
+        pytest_args[:0] = ["-o", f"cache_dir={cache}"]
     os.chdir(root)  # testpaths, the plugin and the default reports/ are the suite's
     return int(pytest.main(pytest_args))
 

@@ -6,6 +6,7 @@
     ├── ReportsUnwritable     the reports cannot be written where the settings say (checked before any node)
     ├── InputFileError        a file the suite reads (inventory, hints, scenario) is not text it can take
     ├── CommandLineError      the `gb10check` command line lacks a value or has a bad one (exit status 4)
+    ├── SuiteFilesError       the suite's checks and plugin are neither inside the package nor beside it
     ├── ParseError            a tool printed something its parser does not recognise
     ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
@@ -79,6 +80,10 @@ class InputFileError(GB10Error):
 
 
 class CommandLineError(GB10Error):
+    pass
+
+
+class SuiteFilesError(GB10Error):
     pass
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gb10check import history as hist
 from gb10check import topology
-from gb10check.errors import InventoryError, clip
+from gb10check.errors import GB10Error, InventoryError, clip
 from gb10check.textfile import read_text
 
 ENV_VAR = "GB10_CLUSTER"
@@ -691,11 +691,21 @@ def parse_inventory(text: str, source: str) -> Inventory:
 
 MISSING_HELP = """\
 gb10check: no cluster inventory ({why}).
-Write one: cp {examples}/cluster.example.toml cluster.toml   (a pair; cluster.ring.example.toml and
-cluster.switch.example.toml beside it for three to eight nodes) and edit nodes, rails and service,
-then pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
+Write one: on rank 0, `gb10check init spark-02 ...` (the other nodes' names) discovers the cluster and
+writes ./cluster.toml; or cp {examples}/cluster.example.toml cluster.toml   (a pair;
+cluster.ring.example.toml and cluster.switch.example.toml beside it for three to eight nodes) and edit
+nodes, rails and service. Pass it with --cluster PATH or GB10_CLUSTER=PATH (default ./cluster.toml).
 To try the suite without a cluster: gb10check all --sim (the bundled simulated cluster; needs root)."""
-EXAMPLES = Path(__file__).resolve().parent.parent / "fixtures"  # the clone's, wherever the suite runs from
+
+
+def _examples() -> Path | str:
+    """The example inventories' folder: the suite's fixtures/, in the clone or inside the package."""
+    from gb10check import suite
+
+    try:
+        return suite.root() / "fixtures"
+    except GB10Error:
+        return "fixtures"
 
 
 def default_path() -> tuple[Path, str]:
@@ -708,7 +718,7 @@ def load_inventory(path: Path, origin: str = "--cluster") -> Inventory:
     try:
         text = read_text(path, "the inventory")
     except FileNotFoundError as exc:
-        raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}", examples=EXAMPLES)) from exc
+        raise InventoryError(MISSING_HELP.format(why=f"{path} not found, from {origin}", examples=_examples())) from exc
     except OSError as exc:
         raise InventoryError(f"{path}: cannot read the inventory: {exc.strerror or exc}") from exc
     return parse_inventory(text, str(path))

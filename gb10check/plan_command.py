@@ -400,9 +400,9 @@ def _inventory_path(opts: argparse.Namespace) -> Iterator[tuple[Path, str]]:
         return
     if opts.cluster:
         raise InventoryError(f"--sim and --cluster={opts.cluster} both name the cluster: give one of them")
-    from gb10check.cli import suite_root
+    from gb10check import suite
 
-    sys.path.insert(0, str(suite_root()))  # the simulated cluster lives beside the package
+    sys.path.insert(0, str(suite.root()))  # the simulated cluster is the suite's, beside or inside the package
     from sim import netns
     from sim.cluster import SimCluster
     from sim.scenario import load_scenario

@@ -4,6 +4,7 @@ sim/cluster.py, which brings nodes up and down, and sim/node_files.py, which wri
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,8 +16,18 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SSHD = "/usr/sbin/sshd"
 # the stubs are stdlib-only: the system interpreter, which an unprivileged login can run too
 STUB_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-# the real Docker Compose v2 that bin/setup installs: the docker stub's `compose` subcommand
-COMPOSE_BINARY = PROJECT_ROOT / ".venv" / "bin" / "docker-compose"
+
+
+def _compose_binary() -> Path:
+    """The real Docker Compose v2 the docker stub's `compose` subcommand runs: the one bin/setup puts in the
+    clone's .venv, else the one beside this interpreter (an installed suite's venv), else the first on PATH."""
+    candidates = [PROJECT_ROOT / ".venv" / "bin" / "docker-compose", Path(sys.executable).parent / "docker-compose"]
+    found = shutil.which("docker-compose")
+    candidates += [Path(found)] if found else []
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+COMPOSE_BINARY = _compose_binary()
 
 
 @dataclass

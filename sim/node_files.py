@@ -15,6 +15,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -383,7 +384,10 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
             image["env"] = image_env
     if state.pop("compose_plugin", True):
         if not COMPOSE_BINARY.is_file():
-            raise SimError(f"the sim's Docker Compose is not at {COMPOSE_BINARY}: run bin/setup (it installs it there)")
+            raise SimError(
+                f"the sim's Docker Compose v2 is not at {COMPOSE_BINARY}, beside {sys.executable} or on PATH: run "
+                "bin/setup in a clone (it installs it there), or put docker-compose beside this Python"
+            )
         state["compose"] = str(_compose_binary(node))
     created = _created_file(node, scenario)
     if state["container"] is not None and created is not None and "container" not in node.spec.docker.model_fields_set:
