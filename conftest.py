@@ -8,4 +8,5 @@ pytest_plugins = [
     "fixtures.reports",
     "fixtures.history",
     "fixtures.terminal",
+    "fixtures.heartbeat",
 ]
