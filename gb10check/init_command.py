@@ -376,12 +376,24 @@ def _unread(found: Found, why: str, *, keep_deployment: bool = False) -> str | N
     return None
 
 
+_UNREAD_PREFIX = re.compile(r"^rank\d+ \([^)]*\): ")  # the transport's "NAME (WHERE): ": said once, as typed
+
+
 def discovered(hosts: Sequence[str], opts: argparse.Namespace) -> tuple[Found, discover.Fabric]:
     """Every node read, the inventory made of what they said (GB10Error: a node could not be read)."""
     snaps = read_nodes(hosts, opts)
-    failed = [f"{h}: {s.error}" for h, s in zip(hosts, snaps, strict=True) if s.error is not None]
+    failed = [
+        f"{h} (rank {rank}): {_UNREAD_PREFIX.sub('', str(s.error))}"
+        for rank, (h, s) in enumerate(zip(hosts, snaps, strict=True))
+        if s.error is not None
+    ]
     if failed:
-        raise InventoryError("cannot read every node:\n  " + "\n  ".join(neutralise(f) for f in failed))
+        raise InventoryError(
+            "cannot read every node:\n  "
+            + "\n  ".join(neutralise(f) for f in failed)
+            + "\nName each node as this machine reaches it over SSH (a name or an address, USER@HOST or --user), "
+            "then run again"
+        )
     read = [reading_of(s, h) for s, h in zip(snaps, hosts, strict=True)]
     readings, compose_files = [r for r, _ in read], [c for _, c in read]
     names = _named(readings)
@@ -533,7 +545,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Discover the cluster (read-only) and write its inventory, every value with where it came "
         "from; with an inventory at the path, print how the cluster differs from it.",
         epilog="examples:\n  gb10check init spark-02 spark-03 spark-04      (on rank 0)\n"
-        "  gb10check init --check nvidia@spark-02          (a nightly's drift check: exit 1 on a difference)",
+        "  gb10check init --check nvidia@spark-02          (a nightly's drift check: exit 1 on a difference)\n\n"
+        "exit status: 0 written, or no difference; 1 the cluster differs from the inventory; 4 a node could not be\n"
+        "read, the inventory there is unreadable, or the path unwritable",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("hosts", nargs="*", metavar="[USER@]HOST", help="the other nodes, in rank order (rank 0: this one)")
@@ -581,9 +595,9 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, wh
             return 4
     try:
         found, fabric = discovered(hosts, opts)
-    except GB10Error as exc:
+    except GB10Error as exc:  # a node that cannot be read: set-up, not drift
         print(f"gb10check init: {neutralise(str(exc))}", file=sys.stderr)
-        return 1
+        return 4
     if existing is not None:
         diff = differences(found, fabric, existing)
         if not diff:

@@ -386,7 +386,10 @@ def why_no_connection(exc: BaseException, connect_timeout: float) -> str:
     from paramiko.ssh_exception import NoValidConnectionsError
 
     if isinstance(exc, socket.gaierror):
-        return f"the name does not resolve ({exc.strerror or exc}): check ssh_host in the inventory, or DNS/hosts"
+        return (
+            f"the name does not resolve ({exc.strerror or exc}), which no wait fixes: check how the host is spelled "
+            "(ssh_host in the inventory, a name given to gb10check init) and that DNS or /etc/hosts knows it"
+        )
     if isinstance(exc, NoValidConnectionsError) and exc.errors:
         codes = {getattr(e, "errno", None) for e in exc.errors.values()}
         if codes == {errno.ECONNREFUSED}:

@@ -216,3 +216,16 @@ def test_the_same_ring_written_the_other_way_round_is_no_drift():
               "hf_cache": "/h"}}  # fmt: skip
     read = inv.Inventory.model_validate(filled)
     assert init_command.differences(found, fabric, read) == []
+
+
+def test_init_names_a_node_it_cannot_reach_as_typed_and_exits_as_a_set_up_error(tmp_path, capsys):
+    """A name that does not resolve is said as such, once, with the name the operator typed and its rank;
+    no file is written and the exit is 4 (set-up), not 1 (drift)."""
+    from gb10check import init_command
+
+    out = tmp_path / "cluster.toml"
+    rc = init_command.main(["no-such-host.invalid", "-o", str(out), "--connect-timeout", "2"])
+    err = capsys.readouterr().err
+    assert rc == 4 and not out.exists(), err
+    assert "no-such-host.invalid (rank 1): the name does not resolve" in err, err
+    assert "rank1 (" not in err and "Name each node as this machine reaches it over SSH" in err

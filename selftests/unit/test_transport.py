@@ -196,7 +196,8 @@ def test_a_name_that_does_not_resolve_and_a_port_that_refuses_are_said_as_such()
     import socket
 
     unresolvable = SshTransport("spark-9", "no-such-host.invalid", connect_timeout=2, use_ssh_config=False)
-    with pytest.raises(NodeUnreachable, match=r"the name does not resolve \(.*\): check ssh_host") as bad:
+    said = r"the name does not resolve \(.*\), which no wait fixes: check how the host is spelled \(ssh_host"
+    with pytest.raises(NodeUnreachable, match=said) as bad:
         unresolvable.run("true", timeout=5)
     assert "within" not in str(bad.value)
     closed = socket.socket()
