@@ -131,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean\n"
+        "       gb10check completion bash|zsh\n"
         "       gb10check --version | STAGE --help | STAGE --pytest-help",
         epilog=f"""stages:
   init       first: on rank 0, with the other nodes' names (`gb10check init spark-02 spark-03`), discover the
@@ -145,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
              troubleshooting rows it matches, each with its line and what to do (--json for tools)
   sim        the simulated cluster by hand (needs root): up [SCENARIO], list, clean (removes the
              clusters whose owner is gone, names those in use)
+  completion the shell's completion: eval "$(gb10check completion bash)" in ~/.bashrc (zsh: ~/.zshrc)
 
 options (also `pytest --help`, group gb10check):
   --cluster PATH       the inventory (default: $GB10_CLUSTER, else ./cluster.toml)
@@ -256,14 +258,19 @@ def _main(args: list[str]) -> int:
         print(exc, file=sys.stderr)
         return 4
     sys.path.insert(0, str(root))  # the sim, and the settings (fixtures/settings.py) naming what each option takes
+    if stage == "completion":  # the shell's completion script, from the commands' own parsers
+        from gb10check.completion import main as completion_main
+
+        return completion_main(rest)
     if stage == "sim":
         from sim.__main__ import main as sim_main
 
         return sim_main(rest, prog="gb10check sim")
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
+        known = ["init", *STAGES, "plan", "explain", "sim", "completion"]
         print(
-            f"gb10check: unknown stage {stage!r}; one of {', '.join(['init', *STAGES, 'plan', 'explain', 'sim'])}",
+            f"gb10check: unknown stage {stage!r}; one of {', '.join(known)}",
             file=sys.stderr,
         )
         return 4
