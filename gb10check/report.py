@@ -109,8 +109,11 @@ class Summary:
         lines = [
             "# gb10check summary",
             "",
-            f"- inventory: `{self.inventory}`"
-            + (f" (simulated cluster, scenario `{self.scenario}`)" if self.scenario else ""),
+            (
+                f"- inventory: the simulated cluster's, scenario `{self.scenario}` (made for the run, removed with it)"
+                if self.scenario
+                else f"- inventory: `{self.inventory}`"
+            ),
             f"- result: {counts or 'no checks ran'}" + self._interrupted_note() + self._stopped_note(),
             "",
         ]

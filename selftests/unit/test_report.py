@@ -37,3 +37,15 @@ def test_a_long_failure_line_is_cut_between_clauses_never_inside_a_netdev():
     words = whole_words("word " * 200, 100, "rest")
     assert words.endswith("word … (rest)") and "wor …" not in words
     assert whole_words("short", 600, "x") == "short"
+
+
+def test_a_simulated_run_names_its_scenario_not_the_sims_runtime_path():
+    """The sim's inventory lives under /run for the run only: summary.md names the scenario, a real run its
+    inventory's path."""
+    from gb10check.report import Summary
+
+    sim = Summary(started=0.0, inventory="/run/gb10sim/123/cluster.toml", scenario="healthy")
+    text = sim.to_markdown()
+    assert "/run/gb10sim" not in text and "the simulated cluster's, scenario `healthy`" in text
+    real = Summary(started=0.0, inventory="/etc/gb10/cluster.toml", scenario=None)
+    assert "- inventory: `/etc/gb10/cluster.toml`" in real.to_markdown()
