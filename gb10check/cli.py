@@ -127,16 +127,17 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Acceptance and diagnostics for GB10 clusters serving vLLM across nodes.",
         usage="gb10check STAGE [--cluster PATH] [--sim [SCENARIO]] [--reports-dir DIR] [PYTEST ARGS...]\n"
-        "       gb10check init [USER@]HOST ... [--check] [--output PATH]\n"
+        "       gb10check init [[USER@]HOST ...] [--check] [--output PATH]\n"
         "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean\n"
         "       gb10check completion bash|zsh\n"
         "       gb10check --version | STAGE --help | STAGE --pytest-help",
         epilog=f"""stages:
-  init       first: on rank 0, with the other nodes' names (`gb10check init spark-02 spark-03`), discover the
-             cluster read-only and write ./cluster.toml, every value with where it came from and TODO
-             lines for what it could not find; with an inventory there, print how the cluster differs
+  init       first: on rank 0, discover the cluster read-only (the other nodes found on the fabric, or
+             named: `gb10check init spark-02 spark-03`) and write ./cluster.toml, every value with where
+             it came from and TODO lines for what it could not find; with an inventory there, print how
+             the cluster differs
 {stages}
   plan       each rank's launch plan: image, container settings, the environment as vLLM gets it and the
              command, every value with the file and line that sets it, and the launch rules' verdicts;

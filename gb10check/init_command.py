@@ -1,6 +1,6 @@
 """`gb10check init`: the inventory, discovered (read-only), written with where every value came from.
 
-Run on rank 0 with the other nodes' names or addresses (`gb10check init spark-02 spark-03 spark-04`):
+Run on rank 0, alone or with the other nodes' names or addresses (`gb10check init spark-02 spark-03`):
 rank 0 is read here, each other node over SSH, one round trip each, in parallel. Of each node: its
 hostname (the node's name), its netdevs and addresses (`ip -j -d addr`), its routes, the RDMA devices and
 the netdevs they drive (sysfs), and the compose files that start vLLM at the usual places. Of that:
@@ -11,8 +11,10 @@ the API port, the parsers, the image, the container, the control plane from NCCL
 What it cannot infer it writes as a TODO line the inventory reader refuses until it is filled. It never
 overwrites an inventory: with one at the path it prints the differences (a node, a rail, a moved cable,
 the deployment) and exits 1 when there are any; `--check` does only that (a nightly's drift check).
-Exit status: 0 written / no drift, 1 drift or a node that cannot be read, 4 usage, an inventory at the path
-that cannot be read, or a path that cannot be written.
+With no node named, the other nodes are those that answer on rank 0's fabric (gb10check/peers.py: a ping
+sweep of each port's subnet, the neighbour table, then SSH to each address that answered), a ring's far
+nodes through its near ones. Exit status: 0 written / no drift, 1 drift, 4 usage, a node that cannot be
+read, an inventory at the path that cannot be read, or a path that cannot be written.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, cast
 
 import tomli_w
 
-from gb10check import discover, probes
+from gb10check import discover, peers, probes
 from gb10check import inventory as inv
 from gb10check.errors import GB10Error, InventoryError, clip
 from gb10check.neutralise import neutralise
@@ -81,24 +83,66 @@ def _probes(reads: Sequence[Read[Any]]) -> tuple[Probe, ...]:
     return tuple(Probe(r.name, cast(str, r.command(cast(Any, None)))) for r in reads)
 
 
-def read_nodes(hosts: Sequence[str], opts: argparse.Namespace) -> list[Snapshot]:
-    """Each node's reading: rank 0 here (or over SSH with --rank0), the others over SSH; in parallel."""
-    ssh = inv.SshSettings(
+def _ssh(opts: argparse.Namespace) -> inv.SshSettings:
+    return inv.SshSettings(
         connect_timeout=opts.connect_timeout,
         host_key_policy="accept-new" if opts.accept_new else "known_hosts",
         known_hosts=opts.known_hosts,
         use_ssh_config=not opts.no_ssh_config,
     )
+
+
+def read(asks: Sequence[tuple[str, tuple[Probe, ...]]], opts: argparse.Namespace) -> list[Snapshot]:
+    """Each (host, probes) read in one round trip, in parallel: "local" here, any other over SSH."""
+    ssh = _ssh(opts)
     nodes = []
-    for rank, host in enumerate(hosts):
+    for rank, (host, probes_) in enumerate(asks):
         spec = _node_spec(rank, host, opts)
         transport = LocalTransport(spec.name) if spec.transport == "local" else make_transport(spec, ssh)
-        nodes.append(Node(spec, transport, opts.command_timeout, _probes(READS)))
+        nodes.append(Node(spec, transport, opts.command_timeout, probes_))
     try:
         return map_parallel(lambda n: n.probe(n.probes), nodes, name="gb10check-init")
     finally:
         for n in nodes:
             n.transport.close()
+
+
+def read_nodes(hosts: Sequence[str], opts: argparse.Namespace) -> list[Snapshot]:
+    """Each node's reading: rank 0 here (or over SSH with --rank0), the others over SSH; in parallel."""
+    return read([(host, _probes(READS)) for host in hosts], opts)
+
+
+IDENTITY = (HOSTNAME, probes.IP_ADDR, probes.RDMA_PORTS)  # who a node found on the fabric is, and its ports
+
+
+def found_on_the_fabric(opts: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """No node named: the other nodes that answer on the fabric (gb10check/peers.py), each at the first address
+    it answered at, by hostname in natural order; and what to say of them."""
+    rank0_host = opts.rank0 or "local"
+    (rank0,) = read([(rank0_host, _probes(IDENTITY))], opts)
+    if rank0.error is not None:
+        raise InventoryError(f"rank 0 ({rank0_host}) could not be read: {rank0.error}")
+    if not any(port.address for port in discover.ports_of(rank0.fact(probes.IP_ADDR), rank0.fact(probes.RDMA_PORTS))):
+        raise InventoryError(
+            f"rank 0 ({rank0.fact(HOSTNAME)}) has no fabric port with an address (a netdev an RDMA device drives, "
+            "in /sys/class/infiniband): nothing to find the other nodes on. Name them (gb10check init spark-02 "
+            "spark-03), or one node alone: gb10check init --single"
+        )
+    found = peers.find(
+        rank0, lambda asks: read(asks, opts), _probes(IDENTITY), lambda s: s.fact(HOSTNAME).split(".")[0]
+    )
+    names = sorted(found.hosts, key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
+    notes = [f"{n} answered on the fabric at {', '.join(found.seen_at[n])}; read at {found.hosts[n]}" for n in names]
+    notes += [f"not a node: {n}" for n in found.not_nodes] + found.notes
+    if not names:
+        raise InventoryError(
+            f"no other node answered on rank 0's fabric ({found.rank0}'s ports with an address were swept, a subnet "
+            "larger than a /24 over the /24 around its address"
+            + (f"; {'; '.join(notes)}" if notes else "")
+            + "): name them (gb10check init spark-02 spark-03), or one node alone: gb10check init --single"
+        )
+    user = f"{opts.user}@" if opts.user else ""
+    return [rank0_host, *(f"{user}{found.hosts[n]}" for n in names)], notes
 
 
 def _node_spec(rank: int, host: str, opts: argparse.Namespace) -> inv.Node:
@@ -550,7 +594,12 @@ def _parser() -> argparse.ArgumentParser:
         "read, the inventory there is unreadable, or the path unwritable",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("hosts", nargs="*", metavar="[USER@]HOST", help="the other nodes, in rank order (rank 0: this one)")
+    p.add_argument(
+        "hosts",
+        nargs="*",
+        metavar="[USER@]HOST",
+        help="the other nodes, in rank order (rank 0: this one); none: those that answer on the fabric",
+    )
     p.add_argument("--single", action="store_true", help="a cluster of this one node (no other nodes to name)")
     p.add_argument("--rank0", metavar="[USER@]HOST", help="read rank 0 over SSH too, at this address")
     p.add_argument("--output", "-o", metavar="PATH", default="cluster.toml", help="where (default ./cluster.toml)")
@@ -572,14 +621,6 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, wh
 
     parser = _parser()
     opts = parser.parse_args(args)
-    if not opts.hosts and not opts.single:
-        parser.print_usage(sys.stderr)
-        print(
-            "gb10check init: name the other nodes, in rank order (gb10check init spark-02 spark-03); finding them "
-            "on the fabric by themselves is planned. One node alone: gb10check init --single",
-            file=sys.stderr,
-        )
-        return 4
     out = Path(opts.output).expanduser()
     hosts = [opts.rank0 or "local", *opts.hosts]
     existing: inv.Inventory | None = None
@@ -594,7 +635,11 @@ def main(args: list[str], print_: Callable[[str], object] = sys.stdout.write, wh
             )
             return 4
     try:
+        sweep_notes: list[str] = []
+        if not opts.hosts and not opts.single:  # none named: the nodes that answer on the fabric
+            hosts, sweep_notes = found_on_the_fabric(opts)
         found, fabric = discovered(hosts, opts)
+        found.notes[:0] = sweep_notes
     except GB10Error as exc:  # a node that cannot be read: set-up, not drift
         print(f"gb10check init: {neutralise(str(exc))}", file=sys.stderr)
         return 4

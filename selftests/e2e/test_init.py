@@ -76,12 +76,14 @@ def larger(request):
     yield from _up_by_hand(request.param)
 
 
-def _init(sim, out: Path, *extra: str) -> tuple[int, str]:
-    """init run in rank 0's namespace, rank 0 read at its address too (the sim's /sys is its sshd's)."""
+def _init(sim, out: Path, *extra: str, named: bool = True) -> tuple[int, str]:
+    """init run in rank 0's namespace, rank 0 read at its address too (the sim's /sys is its sshd's); the
+    other nodes named in rank order, or (named=False) found on the fabric."""
     from sim import netns
 
     hosts = [n.host for n in sorted(sim.inventory.nodes, key=lambda n: n.rank)]
-    args = ["--rank0", hosts[0], *hosts[1:], "--user", "root", "--key", str(sim.dir / "client_key")]
+    others = hosts[1:] if named else []
+    args = ["--rank0", hosts[0], *others, "--user", "root", "--key", str(sim.dir / "client_key")]
     args += ["--known-hosts", str(sim.dir / "known_hosts"), "--no-ssh-config", "-o", str(out), *extra]
     said: list[str] = []
     previous = netns.enter(sim.api_namespace)
@@ -168,3 +170,23 @@ def test_init_on_a_ring_and_a_switch_writes_what_the_sim_says_and_the_suite_pass
     assert f"{n} nodes, {larger.inventory.topology}" in said, said
     _says_what_the_sim_says(inv.load_inventory(out), larger)
     _suite_passes(larger, out, tmp_path)
+
+
+def test_init_with_no_node_named_finds_them_on_the_fabric(pair, tmp_path):
+    """The pair's other node answers the sweep on a rail; it is read at its LAN address, as the sim names it."""
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(pair, out, named=False)
+    assert rc == 0, said
+    other = next(n for n in pair.inventory.nodes if n.rank == 1)
+    assert f"{other.name} answered on the fabric at " in said and f"read at {other.host}" in said, said
+    _says_what_the_sim_says(inv.load_inventory(out), pair)
+
+
+def test_init_with_no_node_named_finds_a_rings_far_nodes_and_a_switchs_eight(larger, tmp_path):
+    """Breadth first: a ring's far node through its near neighbours' cables, a switch's seven others on its
+    rails; the inventory says what the sim's says (nodes and ranks in hostname order, as the sim numbers them)."""
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(larger, out, named=False)
+    assert rc == 0, said
+    assert said.count(" answered on the fabric at ") == len(larger.inventory.nodes) - 1, said
+    _says_what_the_sim_says(inv.load_inventory(out), larger)

@@ -172,7 +172,7 @@ def test_node_text_in_a_comment_stays_one_comment_line():
 def test_init_without_the_other_nodes_says_how_to_name_them(capsys, tmp_path):
     assert init_command.main(["-o", str(tmp_path / "c.toml")]) == 4
     err = capsys.readouterr().err
-    assert "name the other nodes, in rank order" in err and "planned" in err
+    assert "has no fabric port with an address" in err and "gb10check init spark-02 spark-03" in err, err
     assert not (tmp_path / "c.toml").exists()
 
 
