@@ -137,7 +137,7 @@ def found_on_the_fabric(opts: argparse.Namespace) -> tuple[list[str], list[str]]
     if not names:
         raise InventoryError(
             f"no other node answered on rank 0's fabric ({found.rank0}'s ports with an address were swept, a subnet "
-            "larger than a /24 over the /24 around its address"
+            "larger than a /24, such as a link-local 169.254/16, only over the /24 around its address"
             + (f"; {'; '.join(notes)}" if notes else "")
             + "): name them (gb10check init spark-02 spark-03), or one node alone: gb10check init --single"
         )
