@@ -37,6 +37,7 @@ from gb10check.errors import GB10Error, InventoryError, clip
 from gb10check.neutralise import neutralise
 from gb10check.node import Node, make_transport
 from gb10check.parallel import map_parallel
+from gb10check.parsers.docker import Running, parse_docker_ps
 from gb10check.parsers.framed import parse_word
 from gb10check.snapshot import Probe, Read, Snapshot
 from gb10check.transport import LocalTransport
@@ -53,6 +54,8 @@ COMPOSE_FILES: Read[tuple[str, ...]] = Read(
     ),
     lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
 )
+# the containers that run (a vLLM one: the deployment, whatever started it: docker run, Ray, Compose)
+CONTAINERS = "docker ps --no-trunc --format '{{json .}}'"
 READS: tuple[Read[Any], ...] = (HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES)
 HF_TARGETS = ("/root/.cache/huggingface", "/root/.cache/huggingface/hub")
 VLLM_PORT = 8000
@@ -83,6 +86,19 @@ def _probes(reads: Sequence[Read[Any]]) -> tuple[Probe, ...]:
     return tuple(Probe(r.name, cast(str, r.command(cast(Any, None)))) for r in reads)
 
 
+def running_vllm(snap: Snapshot) -> list[Running]:
+    """The node's running vLLM containers (none where docker is not there, or says nothing it can read)."""
+    if snap.error is not None or "containers" not in snap.results:
+        return []
+    result = snap.results["containers"]
+    if not result.ok:
+        return []
+    try:
+        return [c for c in parse_docker_ps(result.stdout) if c.serves_vllm]
+    except GB10Error:
+        return []
+
+
 def _ssh(opts: argparse.Namespace) -> inv.SshSettings:
     return inv.SshSettings(
         connect_timeout=opts.connect_timeout,
@@ -109,7 +125,8 @@ def read(asks: Sequence[tuple[str, tuple[Probe, ...]]], opts: argparse.Namespace
 
 def read_nodes(hosts: Sequence[str], opts: argparse.Namespace) -> list[Snapshot]:
     """Each node's reading: rank 0 here (or over SSH with --rank0), the others over SSH; in parallel."""
-    return read([(host, _probes(READS)) for host in hosts], opts)
+    own = (*_probes(READS), Probe("containers", CONTAINERS))
+    return read([(host, own) for host in hosts], opts)
 
 
 IDENTITY = (HOSTNAME, probes.IP_ADDR, probes.RDMA_PORTS)  # who a node found on the fabric is, and its ports
@@ -296,16 +313,22 @@ def nodes_table(found: Found, names: Sequence[str], hosts: Sequence[str], opts: 
     found.data["ssh"] = ssh
 
 
-def deployment_tables(found: Found, compose_files: Sequence[tuple[str, ...]], names: Sequence[str]) -> str | None:
+def deployment_tables(
+    found: Found, compose_files: Sequence[tuple[str, ...]], names: Sequence[str], running: Sequence[Running] = ()
+) -> str | None:
     """[deployment] and [service] from the compose file rank 0 starts vLLM with, read as `gb10check plan` reads
     it on every node; returns rank 0's NCCL_SOCKET_IFNAME (None: no plan, or it sets none)."""
     on_rank0 = compose_files[0] if compose_files else ()
+    if len(on_rank0) != 1 and len(running) == 1:  # no one compose file: the vLLM container that runs says
+        return _from_running(found, running[0], names[0])
     if len(on_rank0) != 1:
         why = (
             f"no compose file naming vLLM under {', '.join(COMPOSE_PLACES)} on rank 0 (three levels down)"
             if not on_rank0
             else f"{len(on_rank0)} compose files name vLLM on rank 0: {', '.join(on_rank0)}"
         )
+        if len(running) > 1:
+            why += f"; {len(running)} vLLM containers run on rank 0 ({', '.join(c.name for c in running)})"
         found.missing("deployment", "compose_file", why + ' (a launch script: launch = { script = "PATH" })')
         for key in ("container", "image", "hf_cache"):
             found.missing("deployment", key, "read from the compose file once it is named")
@@ -323,12 +346,34 @@ def deployment_tables(found: Found, compose_files: Sequence[tuple[str, ...]], na
     return _from_plan(found, compose)
 
 
-def _from_plan(found: Found, compose: str) -> str | None:
+def _from_running(found: Found, container: Running, rank0: str) -> str | None:
+    """[deployment] and [service] from the vLLM container that runs on rank 0, as `gb10check plan --running`
+    reads it (its inspect and its process): whatever started it (docker run, Ray, Compose elsewhere)."""
+    where = f"the vLLM container running on rank 0 ({rank0})"
+    if container.compose_files:
+        found.put("deployment", "compose_file", container.compose_files, f"{where}: its Compose label")
+    else:
+        found.missing(
+            "deployment", "launch",
+            f"{container.name} runs, started without Compose: name the script that starts it on every node "
+            '(launch = { script = "/path/launch.sh" }, read with bash\'s grammar)',
+        )  # fmt: skip
+    deployment: dict[str, Any] = {"container": container.name, "image": container.image, "hf_cache": "-"}
+    if container.compose_files:
+        deployment["compose_file"] = container.compose_files
+    else:
+        deployment["launch"] = {"script": "/-"}  # a stand-in: the running plan reads the container, not a script
+    return _from_plan(found, deployment, running=True)
+
+
+def _from_plan(found: Found, deployment: str | dict[str, Any], *, running: bool = False) -> str | None:
     from gb10check.plan_command import plans
 
+    if isinstance(deployment, str):
+        deployment = {"compose_file": deployment, "container": "-", "image": "-", "hf_cache": "-"}
     data = {
         **{k: v for k, v in found.data.items() if k not in ("service", "deployment")},
-        "deployment": {"compose_file": compose, "container": "-", "image": "-", "hf_cache": "-"},
+        "deployment": deployment,
     }
     if TODO in data.get("control", {}).values() or ("control" not in data and found.data["cluster"].get("topology")
                                                      in ("ring", "switch")):  # fmt: skip
@@ -341,11 +386,13 @@ def _from_plan(found: Found, compose: str) -> str | None:
     except Exception as exc:  # the fabric made no valid inventory (already said in its TODO lines)
         found.notes.append(f"the launch plan was not read: the fabric found is not yet an inventory ({exc})")
         return _unread(found, "the fabric found is not yet an inventory")
-    # the container is what init looks for: unknown, the compose's only service is the one (compose.choose_service)
     assert inventory.deployment is not None
-    inventory = inventory.model_copy(update={"deployment": inventory.deployment.model_copy(update={"container": None})})
+    if not running:  # the container is what init looks for: the compose's only service is the one
+        inventory = inventory.model_copy(
+            update={"deployment": inventory.deployment.model_copy(update={"container": None})}
+        )
     rank0 = inventory.by_rank(0).name
-    report = plans(inventory, running=False, offline=False, only=[rank0])[0]
+    report = plans(inventory, running=running, offline=False, only=[rank0])[0]
     if report.plan is None:
         return _unread(found, f"rank 0's launch plan could not be read: {report.error}")
     plan, where = report.plan, f"{rank0}'s launch plan ({plan_read_by(report.plan.read_by)})"
@@ -447,7 +494,7 @@ def discovered(hosts: Sequence[str], opts: argparse.Namespace) -> tuple[Found, d
     nodes_table(found, names, hosts, opts)
     fabric_tables(found, fabric, readings)
     control_table(found, fabric, readings, None)  # the LAN's, until the launch plan names it
-    ifname = deployment_tables(found, compose_files, names)
+    ifname = deployment_tables(found, compose_files, names, running_vllm(snaps[0]))
     named = _named_netdev(ifname, readings) if ifname is not None else None
     if named is not None:
         found.data.pop("control", None)

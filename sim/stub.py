@@ -250,6 +250,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         if entrypoint == "sh" and NCCL_MARK in " ".join(words):
             return _nccl_library(d, running=False)
         return _gpu_list(state)
+    if words[:1] == ["ps"] or words[:2] == ["container", "ls"]:
+        return _ps(d), "", 0
     if words[:1] == ["logs"]:
         return _logs(d, args[1:])
     if words[:1] == ["stop"]:
@@ -319,6 +321,25 @@ def _without_options(words: list[str], takes_value: tuple[str, ...]) -> list[str
         elif not word.startswith("-"):
             return words[i:]
     return []
+
+
+def _ps(d: dict[str, Any]) -> str:
+    """`docker ps --no-trunc --format '{{json .}}'`: the running container, as docker CLI 28's formatter
+    prints it (cli/command/formatter/container.go: Labels as k=v joined by commas, Command quoted)."""
+    c = d.get("container")
+    c = _container(d, c["name"]) if c else None
+    if not c or c.get("status", "running") != "running":
+        return ""
+    created = _created(c).get("inspect", {})
+    labels = (created.get("Config") or {}).get("Labels") or {}
+    command = " ".join(created.get("Args") or c.get("args") or [])
+    line = {
+        "Command": f'"{command}"', "CreatedAt": "2026-12-02 09:00:00 +0000 UTC", "ID": hashlib_hex(c["name"]),
+        "Image": c.get("image", ""), "Labels": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        "LocalVolumes": "0", "Mounts": "", "Names": c["name"], "Networks": "host", "Ports": "",
+        "RunningFor": "2 hours ago", "Size": "0B", "State": "running", "Status": "Up 2 hours",
+    }  # fmt: skip
+    return json.dumps(line) + "\n"
 
 
 def _container(d: dict[str, Any], name: str) -> dict[str, Any] | None:

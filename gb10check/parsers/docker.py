@@ -1,4 +1,4 @@
-"""Docker CLI output: `docker info`, `docker image inspect`, `docker container inspect`, and what
+"""Docker CLI output: `docker info`, `docker image inspect`, `docker container inspect`, `docker ps`, and what
 `docker run/exec ... nvidia-smi -L` printed (the GPUs, or the known failure texts)."""
 
 from __future__ import annotations
@@ -200,3 +200,46 @@ def parse_container_gpus(text: str) -> ContainerGpus | ContainerGpuFailure:
     if "Error" in text or "error" in text:
         return ContainerGpuFailure("other", clip(text.strip(), 240))
     raise ParseError("nvidia-smi -L in a container", "no 'GPU n: ... (UUID: ...)' line", whole)
+
+
+@dataclass(frozen=True)
+class Running:
+    """One line of `docker ps --no-trunc --format '{{json .}}'` (docker CLI's container formatter)."""
+
+    name: str
+    image: str
+    command: str
+    state: str
+    labels: dict[str, str]
+
+    @property
+    def compose_files(self) -> str | None:
+        """The compose file(s) Compose started it from (its label), None: not started by Compose."""
+        return self.labels.get("com.docker.compose.project.config_files") or None
+
+    @property
+    def serves_vllm(self) -> bool:
+        return "vllm" in self.image.lower() or "vllm" in self.command.lower()
+
+
+def parse_docker_ps(text: str) -> tuple[Running, ...]:
+    """`docker ps --no-trunc --format '{{json .}}'`: one JSON object per running container (none: empty)."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            labels = dict(part.partition("=")[::2] for part in str(item.get("Labels") or "").split(",") if "=" in part)
+            out.append(
+                Running(
+                    name=str(item["Names"]).split(",")[0],
+                    image=str(item["Image"]),
+                    command=str(item.get("Command") or "").strip('"'),
+                    state=str(item.get("State") or ""),
+                    labels=labels,
+                )
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ParseError("docker ps", f"not a container's JSON line ({exc})", line) from None
+    return tuple(out)

@@ -190,3 +190,22 @@ def test_init_with_no_node_named_finds_a_rings_far_nodes_and_a_switchs_eight(lar
     assert rc == 0, said
     assert said.count(" answered on the fabric at ") == len(larger.inventory.nodes) - 1, said
     _says_what_the_sim_says(inv.load_inventory(out), larger)
+
+
+@pytest.fixture(scope="module")
+def compose_elsewhere():
+    yield from _up_by_hand("compose-outside-usual-places")
+
+
+def test_init_reads_the_deployment_from_the_running_container_when_no_compose_file_is_found(
+    compose_elsewhere, tmp_path
+):
+    """The compose file is deeper than init looks: the vLLM container that runs names it (its Compose label)
+    and its launch plan, read as `gb10check plan --running` reads it, gives the service; the suite passes."""
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(compose_elsewhere, out)
+    assert rc == 0, said
+    text = out.read_text()
+    assert "the vLLM container running on rank 0" in text and "docker inspect vllm-qwen38" in text, text
+    _says_what_the_sim_says(inv.load_inventory(out), compose_elsewhere)
+    _suite_passes(compose_elsewhere, out, tmp_path)

@@ -42,6 +42,7 @@ READS = [
     r"systemctl is-enabled [\w.-]+",
     r"ufw status verbose",
     rf"docker (info|image ls) --format {QUOTED}",
+    rf"docker ps --no-trunc --format {QUOTED}",  # `gb10check init`: the containers that run
     rf"docker (image|container) inspect {PATH}(:{PATH})?",
     rf"docker exec {C_LOCALE} {PATH} nvidia-smi -L",
     # Compose prints its view of the files, with the launcher's shell variables and the service it starts;
@@ -175,7 +176,7 @@ def test_every_command_of_gb10check_init_is_a_read():
              discover.Port("enP2p1s0f0np0", "roceP2p1s0f0", "10.20.0.1/30", 9000, True, 3)]  # fmt: skip
     sweep = peers.sweep_command(ports)
     assert sweep is not None and sweep.count("ping") == 2 and "192.168.100.254" in sweep and "10.20.0.2" in sweep
-    commands += [sweep, peers.HOP_COMMAND.format(address="10.20.0.2")]
+    commands += [sweep, peers.HOP_COMMAND.format(address="10.20.0.2"), init_command.CONTAINERS]
     assert [c for c in commands if not is_read(c)] == []
 
 
