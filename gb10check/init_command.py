@@ -56,7 +56,19 @@ COMPOSE_FILES: Read[tuple[str, ...]] = Read(
 )
 # the containers that run (a vLLM one: the deployment, whatever started it: docker run, Ray, Compose)
 CONTAINERS = "docker ps --no-trunc --format '{{json .}}'"
-READS: tuple[Read[Any], ...] = (HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES)
+# the launch scripts there that name vLLM and start it (docker run, docker compose, Ray): named where no
+# compose file decides, for the operator to choose (init cannot know each node's arguments)
+LAUNCH_SCRIPTS: Read[tuple[str, ...]] = Read(
+    "launch_scripts",
+    lambda _w: (
+        f"find {' '.join(COMPOSE_PLACES)} -maxdepth 3 -type f -name '*.sh' -exec grep -l -i vllm {{}} + 2>/dev/null "
+        "| xargs -r -d '\\n' grep -l -E 'docker (run|compose)|ray start' 2>/dev/null | sort | head -n 20; exit 0"
+    ),
+    lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
+)
+READS: tuple[Read[Any], ...] = (
+    HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES, LAUNCH_SCRIPTS
+)  # fmt: skip
 HF_TARGETS = ("/root/.cache/huggingface", "/root/.cache/huggingface/hub")
 VLLM_PORT = 8000
 MTU_RANGE = (576, 9216)  # inventory.Rail.mtu's bounds  # `vllm serve`'s default --port
@@ -314,13 +326,17 @@ def nodes_table(found: Found, names: Sequence[str], hosts: Sequence[str], opts: 
 
 
 def deployment_tables(
-    found: Found, compose_files: Sequence[tuple[str, ...]], names: Sequence[str], running: Sequence[Running] = ()
+    found: Found,
+    compose_files: Sequence[tuple[str, ...]],
+    names: Sequence[str],
+    running: Sequence[Running] = (),
+    scripts: Sequence[str] = (),
 ) -> str | None:
     """[deployment] and [service] from the compose file rank 0 starts vLLM with, read as `gb10check plan` reads
     it on every node; returns rank 0's NCCL_SOCKET_IFNAME (None: no plan, or it sets none)."""
     on_rank0 = compose_files[0] if compose_files else ()
     if len(on_rank0) != 1 and len(running) == 1:  # no one compose file: the vLLM container that runs says
-        return _from_running(found, running[0], names[0])
+        return _from_running(found, running[0], names[0], scripts)
     if len(on_rank0) != 1:
         why = (
             f"no compose file naming vLLM under {', '.join(COMPOSE_PLACES)} on rank 0 (three levels down)"
@@ -329,7 +345,15 @@ def deployment_tables(
         )
         if len(running) > 1:
             why += f"; {len(running)} vLLM containers run on rank 0 ({', '.join(c.name for c in running)})"
-        found.missing("deployment", "compose_file", why + ' (a launch script: launch = { script = "PATH" })')
+        if scripts:  # the action first: a TODO's text is clipped
+            why = (
+                f'a launch script starts vLLM? launch = {{ script = "{scripts[0]}" }} (each node\'s launch.args)'
+                + (f", or {', '.join(scripts[1:])}" if scripts[1:] else "")
+                + f"; {why}"
+            )
+        else:
+            why += ' (a launch script: launch = { script = "PATH" })'
+        found.missing("deployment", "compose_file", why)
         for key in ("container", "image", "hf_cache"):
             found.missing("deployment", key, "read from the compose file once it is named")
         for key in ("served_model_name", "model", "max_model_len"):
@@ -346,17 +370,21 @@ def deployment_tables(
     return _from_plan(found, compose)
 
 
-def _from_running(found: Found, container: Running, rank0: str) -> str | None:
+def _from_running(found: Found, container: Running, rank0: str, scripts: Sequence[str] = ()) -> str | None:
     """[deployment] and [service] from the vLLM container that runs on rank 0, as `gb10check plan --running`
     reads it (its inspect and its process): whatever started it (docker run, Ray, Compose elsewhere)."""
     where = f"the vLLM container running on rank 0 ({rank0})"
+    found.put("deployment", "container", container.name, f"{where}, as docker ps names it")
+    found.put("deployment", "image", container.image, f"{where}, as docker ps names it")
     if container.compose_files:
         found.put("deployment", "compose_file", container.compose_files, f"{where}: its Compose label")
     else:
+        script = f'"{scripts[0]}"' if scripts else '"/path/launch.sh"'
         found.missing(
             "deployment", "launch",
-            f"{container.name} runs, started without Compose: name the script that starts it on every node "
-            '(launch = { script = "/path/launch.sh" }, read with bash\'s grammar)',
+            f"{container.name} runs, started without Compose: launch = {{ script = {script} }} (the script that "
+            "starts it on every node, each node's launch.args)"
+            + (f"; launch scripts naming vLLM on rank 0: {', '.join(scripts)}" if scripts else ""),
         )  # fmt: skip
     deployment: dict[str, Any] = {"container": container.name, "image": container.image, "hf_cache": "-"}
     if container.compose_files:
@@ -494,7 +522,8 @@ def discovered(hosts: Sequence[str], opts: argparse.Namespace) -> tuple[Found, d
     nodes_table(found, names, hosts, opts)
     fabric_tables(found, fabric, readings)
     control_table(found, fabric, readings, None)  # the LAN's, until the launch plan names it
-    ifname = deployment_tables(found, compose_files, names, running_vllm(snaps[0]))
+    scripts = snaps[0].fact(LAUNCH_SCRIPTS)
+    ifname = deployment_tables(found, compose_files, names, running_vllm(snaps[0]), scripts)
     named = _named_netdev(ifname, readings) if ifname is not None else None
     if named is not None:
         found.data.pop("control", None)

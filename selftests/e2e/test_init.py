@@ -209,3 +209,24 @@ def test_init_reads_the_deployment_from_the_running_container_when_no_compose_fi
     assert "the vLLM container running on rank 0" in text and "docker inspect vllm-qwen38" in text, text
     _says_what_the_sim_says(inv.load_inventory(out), compose_elsewhere)
     _suite_passes(compose_elsewhere, out, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def docker_run():
+    yield from _up_by_hand("docker-run-launcher")
+
+
+def test_init_on_a_docker_run_launcher_names_the_container_and_the_launch_script_to_confirm(docker_run, tmp_path):
+    """No compose file: the container that runs (docker ps) gives the container and the image; the launch
+    script that starts vLLM at the usual places is named in the TODO the reader refuses until it is filled."""
+    out = tmp_path / "cluster.toml"
+    rc, said = _init(docker_run, out)
+    assert rc == 0, said
+    text = out.read_text()
+    own = docker_run.inventory.deployment
+    assert own is not None and own.launch.script is not None
+    assert f'container = "{own.container}"' in text and f'image = "{own.image}"' in text, text
+    todo = f'launch = "TODO"  # TODO: {own.container} runs, started without Compose: '
+    assert todo + f'launch = {{ script = "{own.launch.script}" }}' in text, text
+    with pytest.raises(inv.InventoryError, match="TODO"):
+        inv.load_inventory(out)

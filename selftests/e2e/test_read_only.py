@@ -76,6 +76,7 @@ READS = [
     # `gb10check init`: the node's name, and the compose files naming vLLM at the usual places (reviewed as written)
     r"hostname",
     re.escape(init_command.COMPOSE_FILES.command(None)),  # type: ignore[arg-type]
+    re.escape(init_command.LAUNCH_SCRIPTS.command(None)),  # type: ignore[arg-type]
     # `gb10check init` with no node named: a ping sweep of each fabric port's subnet, then the neighbour table;
     # a ring's far node asked its addresses through its neighbour
     rf'(for a in( {PATH})+; do ping -n -c 1 -W 1 -I {PATH} "\$a" >/dev/null 2>&1 & done; )+wait; ip -j neigh show',
@@ -171,7 +172,7 @@ def test_every_command_of_gb10check_init_is_a_read():
     from gb10check import discover, peers
 
     commands = [p.command for p in init_command._probes(init_command.READS)]
-    assert len(commands) == 5 and any("find /home" in c for c in commands), commands
+    assert len(commands) == 6 and sum("find /home" in c for c in commands) == 2, commands
     ports = [discover.Port("enp1s0f0np0", "rocep1s0f0", "192.168.100.10/24", 9000, True, 3),
              discover.Port("enP2p1s0f0np0", "roceP2p1s0f0", "10.20.0.1/30", 9000, True, 3)]  # fmt: skip
     sweep = peers.sweep_command(ports)

@@ -229,3 +229,13 @@ def test_init_names_a_node_it_cannot_reach_as_typed_and_exits_as_a_set_up_error(
     assert rc == 4 and not out.exists(), err
     assert "no-such-host.invalid (rank 1): the name does not resolve" in err, err
     assert "rank1 (" not in err and "Name each node as this machine reaches it over SSH" in err
+
+
+def test_with_no_compose_file_the_launch_scripts_that_start_vllm_are_named_in_the_todo():
+    found = init_command.Found()
+    init_command.deployment_tables(found, [(), ()], ["spark-01", "spark-02"], (), ["/home/nvidia/vllm/launch.sh"])
+    todo = next(t for t in found.todo if t.startswith("[deployment] compose_file"))
+    assert 'launch = { script = "/home/nvidia/vllm/launch.sh" }' in todo and "launch.args" in todo, todo
+    bare = init_command.Found()
+    init_command.deployment_tables(bare, [(), ()], ["spark-01", "spark-02"])
+    assert 'a launch script: launch = { script = "PATH" }' in next(t for t in bare.todo if "compose_file" in t)
