@@ -423,7 +423,7 @@ def _from_plan(found: Found, deployment: str | dict[str, Any], *, running: bool 
     report = plans(inventory, running=running, offline=False, only=[rank0])[0]
     if report.plan is None:
         return _unread(found, f"rank 0's launch plan could not be read: {report.error}")
-    plan, where = report.plan, f"{rank0}'s launch plan ({plan_read_by(report.plan.read_by)})"
+    plan, where = report.plan, f"{rank0}'s launch plan (read by {report.plan.read_by})"
     _put_setting(found, "deployment", "container", plan.container_name.value, where)
     _put_setting(found, "deployment", "image", plan.image.value, where)
     hub = [m.source for m in plan.container.mounts if m.target.rstrip("/") in HF_TARGETS and m.kind == "bind"]
@@ -473,10 +473,6 @@ def _length(text: str | None) -> int | None:
     scale = {"": 1, "k": 1000, "m": 1000**2, "K": 1024, "M": 1024**2}[match[2]]
     value = float(match[1]) * scale
     return int(value) if value >= 1 and value == int(value) else None
-
-
-def plan_read_by(read_by: str) -> str:
-    return f"read by {read_by}"
 
 
 def _put_setting(found: Found, table: str, key: str, value: object, where: str) -> None:
