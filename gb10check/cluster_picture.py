@@ -405,20 +405,31 @@ def _switch(
             tip = f"{node} {parts.netdev[(node, rail)]} to the switch of rail {rail}"
             lines.append(Line(member, [Segment(x1, y1, x2, y2, member.state)], tip, dashed=member.state == "failed"))
     by_name = {b.label: b for b in boxes}
-    for (a, b, rail), part in parts.rail_pair.items():  # a pair that failed: between its two nodes
-        pair = parts.node_pair[(a, b)]
-        if part.state != "failed" and pair.state != "failed":
-            continue
-        if part.state != "failed":
-            part = pair
-        if any(line.part is part for line in lines):
-            continue
+    # a pair that failed, between its two nodes: a line per rail whose own check failed, labelled with that
+    # rail's figure; only where no rail's did, one line for the pair's all-rails check, with that figure
+    rails_failed: dict[tuple[str, str], list[tuple[str | None, Part]]] = {}
+    pairs_failed: list[tuple[str, str]] = []
+    for (a, b, rail), part in parts.rail_pair.items():
+        if part.state == "failed":
+            rails_failed.setdefault((a, b), []).append((rail, part))
+        elif parts.node_pair[(a, b)].state == "failed" and (a, b) not in pairs_failed:
+            pairs_failed.append((a, b))
+    for a, b in [*rails_failed, *(p for p in pairs_failed if p not in rails_failed)]:
         x1, y1 = by_name[a].edge(by_name[b].x, by_name[b].y)
         x2, y2 = by_name[b].edge(by_name[a].x, by_name[a].y)
-        gbps = figures.get((a, b, rail if part is not pair else None))
-        label = f"{_gbps(gbps)} Gb/s" if gbps is not None else ""
-        where = f"over rail {rail}" if part is not pair else "every rail at once"
-        lines.append(Line(part, [Segment(x1, y1, x2, y2, "failed")], f"{a} and {b} {where}: a check failed", label,
-                          (x1 + x2) / 2, (y1 + y2) / 2 - 6, dashed=True))  # fmt: skip
+        length = math.hypot(x2 - x1, y2 - y1) or 1.0
+        nx, ny = -(y2 - y1) / length, (x2 - x1) / length
+        drawn = rails_failed.get((a, b)) or [(None, parts.node_pair[(a, b)])]
+        for i, (rail, part) in enumerate(drawn):
+            if any(line.part is part for line in lines):
+                continue
+            offset = (i - (len(drawn) - 1) / 2) * 12.0
+            ox, oy = nx * offset, ny * offset
+            gbps = figures.get((a, b, rail))
+            label = f"{_gbps(gbps)} Gb/s" + (" all rails" if rail is None else "") if gbps is not None else ""
+            where = f"over rail {rail}" if rail is not None else "every rail at once"
+            lines.append(Line(part, [Segment(x1 + ox, y1 + oy, x2 + ox, y2 + oy, "failed")],
+                              f"{a} and {b} {where}: a check failed", label,
+                              (x1 + x2) / 2 + ox, (y1 + y2) / 2 + oy - 6, dashed=True))  # fmt: skip
     caption = "a switch: every node on every rail; a line between two nodes is a pair with a failed check"
     return Picture("switch", WIDTH, height, boxes, lines, sw, rail_rows, parts.all(), table, slots, caption)

@@ -279,3 +279,30 @@ def test_a_run_that_measured_no_bandwidth_shows_no_empty_matrix():
     cluster = _cluster("cluster.example.toml")
     text = html_report.render(_summary([_row("tests_service/t.py::test_s[a]", "passed", ("a",))], cluster), {})
     assert 'id="picture"' in text and 'id="matrix"' not in text
+
+
+def test_a_slow_pair_on_a_switch_gets_a_line_per_slow_rail_labelled_with_that_rails_figure():
+    """One rail of a pair slow behind the switch: its dashed line between the two nodes says that rail's Gb/s,
+    not the all-rails figure; the all-rails check's own line is drawn only where no rail's check failed."""
+    switch = _cluster("cluster.switch.example.toml")
+    a, b = switch["nodes"][0]["name"], switch["nodes"][1]["name"]
+    slow, fast = (r["name"] for r in switch["rails"][:2])
+    rows = [
+        _row(f"tests_network/t.py::test_bw[{a}-{b}-{slow}]", "failed", (a, b), slow, figures={"bandwidth_gbps": 40.0}),
+        _row(f"tests_network/t.py::test_bw[{a}-{b}-{fast}]", "passed", (a, b), fast, figures={"bandwidth_gbps": 109.0}),
+        _row(f"tests_network/t.py::test_bw_all[{a}-{b}]", "failed", (a, b), figures={"bandwidth_gbps": 149.0}),
+    ]
+    matrix = [{"a": a, "b": b, "rail": slow, "at_once": False, "gbps": 40.0},
+              {"a": a, "b": b, "rail": fast, "at_once": False, "gbps": 109.0},
+              {"a": a, "b": b, "rail": None, "at_once": True, "gbps": 149.0}]  # fmt: skip
+    _, pic = _picture("cluster.switch.example.toml", rows, matrix)
+    between = [line for line in pic.lines if line.tip.startswith(f"{a} and {b} ")]
+    assert [(line.tip, line.label) for line in between] == [
+        (f"{a} and {b} over rail {slow}: a check failed", "40 Gb/s")
+    ]
+    only_all = [r for r in rows if r["rail"] is None]
+    _, pic = _picture("cluster.switch.example.toml", only_all, matrix)
+    between = [line for line in pic.lines if line.tip.startswith(f"{a} and {b} ")]
+    assert [(line.tip, line.label) for line in between] == [
+        (f"{a} and {b} every rail at once: a check failed", "149 Gb/s all rails")
+    ]
