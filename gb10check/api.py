@@ -33,6 +33,8 @@ from gb10check.inventory import ApiSpec
 from gb10check.parsers import json_object
 from gb10check.parsers.vllm_api import DONE, api_error_message, parse_sse
 
+__all__ = ["VLLM_PARAMETERS", "ApiClient", "HttpAnswer", "Reply", "StreamReply"]
+
 VLLM_PARAMETERS = ("chat_template_kwargs",)  # not in the OpenAI API: the SDK sends them in extra_body
 
 

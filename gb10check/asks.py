@@ -11,6 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "CANARIES",
+    "DECODE",
+    "REASONING",
+    "STREAMED",
+    "THINKING_OFF",
+    "TOGETHER",
+    "TOOL",
+    "TOOL_STREAMED",
+    "WEATHER_TOOL",
+    "Ask",
+    "Canary",
+]
+
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {

@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+__all__ = ["write"]
+
 
 def _umask() -> int:
     """The process's umask, read without changing it (os.umask sets it; threads may be writing)."""

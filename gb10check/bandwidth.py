@@ -31,6 +31,26 @@ from gb10check.parallel import map_parallel
 from gb10check.parsers.perftest import BwFailure, classify_failure, parse_bw
 from gb10check.transport import cut_short
 
+__all__ = [
+    "DEGRADED_SHARE",
+    "LISTEN_WAIT",
+    "LOG_DIR",
+    "PORT_BASE",
+    "STILL_RUNNING",
+    "BwRun",
+    "Job",
+    "alone_rounds",
+    "client_command",
+    "degraded",
+    "degraded_node",
+    "margin",
+    "measure",
+    "run_rounds",
+    "server_start_command",
+    "server_stop_command",
+    "together_rounds",
+]
+
 PORT_BASE = 18515  # perftest's default exchange port; a server's n-th job in a run takes PORT_BASE + n
 LISTEN_WAIT = 3.0  # seconds the server gets to listen
 

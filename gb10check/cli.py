@@ -15,6 +15,8 @@ from pathlib import Path
 from gb10check import suite
 from gb10check.errors import CommandLineError, SuiteFilesError
 
+__all__ = ["EXIT_CODES", "PYTEST_PATH_OPTIONS", "SIM", "STAGES", "main", "version"]
+
 STAGES = {
     "preflight": ("preflight", "before `docker compose up`: drivers, firewall, memory, images, weights, compose"),
     "network": ("network", "after cabling / netplan: links, RDMA ports, GIDs, reachability, bandwidth"),

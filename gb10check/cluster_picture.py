@@ -23,6 +23,25 @@ from typing import Any
 
 from gb10check.root_cause import BAD
 
+__all__ = [
+    "LABEL_CHAR",
+    "MARGIN",
+    "PAIR_WIDTH",
+    "SQUARE_FROM",
+    "WIDTH",
+    "Box",
+    "Line",
+    "MatrixCell",
+    "MatrixRow",
+    "Part",
+    "Picture",
+    "RailRow",
+    "Segment",
+    "figures_of",
+    "picture",
+    "state_of",
+]
+
 WIDTH = 640
 PAIR_WIDTH = 540
 MARGIN = 35.0  # px above the top box and below the bottom one (labels, the focus outline)

@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
+__all__ = ["V", "odd_ones_out", "shown"]
+
 V = TypeVar("V", bound=Hashable)
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["main", "script"]
+__all__ = ["PYTEST_OPTIONS", "SHELLS", "Words", "commands", "main", "script"]
+
 
 SHELLS = ("bash", "zsh")
 # pytest's own options an operator types most, offered after a stage

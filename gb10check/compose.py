@@ -19,6 +19,8 @@ from typing import Any
 
 from gb10check.errors import ParseError
 
+__all__ = ["NO_PLUGIN", "ComposeService", "choose_service", "parse_compose_config", "parse_size"]
+
 # -- sizes -------------------------------------------------------------------------------------
 _SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[bkmgt]?)b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}

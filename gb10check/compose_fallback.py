@@ -29,6 +29,8 @@ from gb10check.compose import ComposeService, choose_service, parse_size
 from gb10check.errors import ParseError, excerpt
 from gb10check.redact import redact
 
+__all__ = ["FALLBACK", "SERVICE_KEYS", "TOP_LEVEL_KEYS", "VAR", "Interpolation", "load_service", "parse_dotenv"]
+
 FALLBACK = "gb10check's own reader"
 VAR = r"[A-Za-z_][A-Za-z0-9_]*"  # a shell or Compose variable name
 

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+__all__ = ["DARK", "FIXED_THERE", "FOLLOWS", "OWNER_TEST", "End", "Owner", "State", "explaining", "owners"]
+
 State = Literal["up", "absent", "down", "no-carrier", "unreachable", "unknown"]
 DARK: tuple[State, ...] = ("absent", "down", "no-carrier", "unreachable")
 FIXED_THERE: tuple[State, ...] = ("absent", "down", "unreachable")  # a far end whose own state darkens this one

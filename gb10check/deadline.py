@@ -19,6 +19,8 @@ from contextlib import contextmanager
 import httpcore
 import httpx
 
+__all__ = ["DeadlineTransport", "bound_sockets", "within"]
+
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("gb10check_http_deadline", default=None)
 
 

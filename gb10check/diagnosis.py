@@ -31,6 +31,24 @@ from gb10check.redact import redact
 from gb10check.snapshot import Snapshot
 from gb10check.verdict import Evidence
 
+__all__ = [
+    "CONNECTED",
+    "IGNORED",
+    "STARTING",
+    "STATUS_HINTS",
+    "TUNING",
+    "Finding",
+    "by_phase",
+    "earliest_wedged_first",
+    "expect_answered",
+    "expect_finished",
+    "explain",
+    "findings_in",
+    "log_findings",
+    "startup_findings",
+    "stopped",
+]
+
 # the API being down is the question, not an answer; command-timeout is the suite's own command that did
 # not finish ("timed out after" in its message): a process's own timeouts in its log have rows of their own
 IGNORED = ("service-unreachable", "command-timeout")

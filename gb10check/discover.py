@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from gb10check.parsers.iproute import Netdev, Route
 from gb10check.parsers.rdma_sysfs import RdmaPortState
 
+__all__ = ["Fabric", "Member", "NodeReading", "Port", "Rail", "infer", "ms_first", "ports_of"]
+
 
 @dataclass(frozen=True)
 class Port:

@@ -30,6 +30,30 @@ from __future__ import annotations
 from gb10check.neutralise import neutralise
 from gb10check.redact import redact, redact_known
 
+__all__ = [
+    "CommandLineError",
+    "CommandTimeout",
+    "ComposeRejected",
+    "DecidedAtStart",
+    "GB10Error",
+    "HintCatalogueError",
+    "InputFileError",
+    "InventoryError",
+    "MissingFile",
+    "NodeUnreachable",
+    "OutputCut",
+    "ParseError",
+    "PrivilegeRequired",
+    "ReportsUnwritable",
+    "ServiceError",
+    "SimError",
+    "SuiteFilesError",
+    "ToolMissing",
+    "TransportError",
+    "clip",
+    "excerpt",
+]
+
 # what a node said is masked with this much of its text around what is shown: a secret's name just
 # outside an excerpt still hides its value inside it (and a 10 MB line costs no more than a short one)
 _MARGIN = 4096

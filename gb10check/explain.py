@@ -33,6 +33,8 @@ from gb10check.parsers.vllm_log import (
 )
 from gb10check.redact import redact
 
+__all__ = ["MAX_BYTES", "Explanation", "Row", "explain", "main", "render"]
+
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is read from its last MAX_BYTES (as --tail does)
 
 

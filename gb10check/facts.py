@@ -18,6 +18,8 @@ from gb10check.parsers.docker import Container, Image
 from gb10check.shell.state import Ran
 from gb10check.snapshot import Snapshot
 
+__all__ = ["compose_service", "container", "dotenv", "image", "launch_script", "loaded_module", "plan"]
+
 
 def loaded_module(snap: Snapshot) -> str | None:
     """The loaded NVIDIA kernel module's version; None when no module is loaded."""

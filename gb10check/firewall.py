@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from gb10check import inventory as inv
 from gb10check.parsers.ufw import UfwRule
 
+__all__ = ["Need", "needs_for", "verdict"]
+
 
 @dataclass(frozen=True)
 class Need:

@@ -12,6 +12,8 @@ from gb10check.errors import ParseError
 from gb10check.parsers import json_object
 from gb10check.redact import redact
 
+__all__ = ["DTYPE_BYTES", "GIB", "KIB", "MIB", "Fit", "ModelDims", "gib", "parse_model_config", "tp_split_problems"]
+
 GIB = 1024**3
 MIB = 1024**2
 KIB = 1024

@@ -18,6 +18,17 @@ from collections.abc import Iterable, Mapping
 
 from gb10check import inventory as inv
 
+__all__ = [
+    "FIELDS",
+    "GLOB_FIELDS",
+    "Context",
+    "context_for",
+    "fields_in",
+    "quote_glob",
+    "render_command",
+    "sudoers_line",
+]
+
 Context = dict[str, str | list[str]]
 
 # field -> what it holds (the catalogue may name these and no others)

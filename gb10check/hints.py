@@ -15,6 +15,8 @@ from gb10check.hint_context import FIELDS, Context, fields_in, render_command
 from gb10check.parsers import bounded_chunks
 from gb10check.textfile import read_text
 
+__all__ = ["HAND_PLACEHOLDER", "Catalogue", "Hint", "hint_ids_in_source", "parse_catalogue"]
+
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HAND_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left for the reader to fill
 # a command that names where it runs (`# on rank 0`, `# where gb10check runs`): never labelled with a node

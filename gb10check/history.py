@@ -36,6 +36,39 @@ from gb10check.errors import InputFileError
 from gb10check.report import SCHEMA_VERSION
 from gb10check.textfile import read_text
 
+__all__ = [
+    "DEFAULT_KEEP",
+    "DEFAULT_MIN_RUNS",
+    "DEFAULT_SPREADS",
+    "DEFAULT_WINDOW",
+    "KINDS",
+    "MAD_TO_SIGMA",
+    "MAX_RUN_BYTES",
+    "MOVED_FIGURES",
+    "READABLE",
+    "READABLE_VERSIONS",
+    "RUN_FILE",
+    "Change",
+    "History",
+    "Kind",
+    "Move",
+    "Rules",
+    "Run",
+    "Trend",
+    "changes",
+    "direction",
+    "figure_key",
+    "figure_of",
+    "figures_of",
+    "keep",
+    "kind_of",
+    "load",
+    "moved_check",
+    "moves",
+    "trend_check",
+    "trends",
+]
+
 # the schemas whose runs the history reads: what it reads of a run (test, check, verdict, figures,
 # started) is the same in both (2 renamed a check's `link` to `rail` and added `nodes`)
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)  # what the history reads is the same in each

@@ -30,6 +30,27 @@ from gb10check.report import title_of
 from gb10check.root_cause import BAD, stage_of
 from gb10check.trend_plot import Plot, plots
 
+__all__ = [
+    "ABOUT",
+    "MARK",
+    "SHOWN_PER_HINT",
+    "TEMPLATE",
+    "Cell",
+    "Change",
+    "Failure",
+    "GridRow",
+    "HintGroup",
+    "Listed",
+    "Page",
+    "Stage",
+    "StageChecks",
+    "hint_order",
+    "page",
+    "render",
+    "where_of",
+    "write",
+]
+
 TEMPLATE = Path(__file__).parent / "templates" / "report.html.j2"
 ABOUT = {
     **{name: COMMANDS[name][1] for name in ("preflight", "network", "service")},

@@ -18,6 +18,8 @@ from gb10check.parallel import map_parallel
 from gb10check.snapshot import Snapshot
 from gb10check.transport import DOCKER_C_LOCALE
 
+__all__ = ["T", "container_command", "read_in_containers"]
+
 T = TypeVar("T")
 
 

@@ -42,6 +42,36 @@ from gb10check.parsers.framed import parse_word
 from gb10check.snapshot import Probe, Read, Snapshot
 from gb10check.transport import LocalTransport
 
+__all__ = [
+    "COMPOSE_FILES",
+    "COMPOSE_PLACES",
+    "CONTAINERS",
+    "HEADER",
+    "HF_TARGETS",
+    "HOSTNAME",
+    "IDENTITY",
+    "LAUNCH_SCRIPTS",
+    "MTU_RANGE",
+    "ORDER",
+    "READS",
+    "TODO",
+    "VLLM_PORT",
+    "Found",
+    "control_table",
+    "deployment_tables",
+    "differences",
+    "discovered",
+    "fabric_tables",
+    "found_on_the_fabric",
+    "main",
+    "nodes_table",
+    "read",
+    "read_nodes",
+    "reading_of",
+    "render",
+    "running_vllm",
+]
+
 TODO = "TODO"  # a value init could not find: the inventory reader refuses the file until it is replaced
 HOSTNAME: Read[str] = Read("hostname", lambda _w: "hostname", lambda t: parse_word(t, "hostname"))
 # the compose files at the usual places (a user's home, /root, /opt, /srv, three levels down) that name vLLM

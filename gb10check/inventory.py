@@ -19,6 +19,35 @@ from gb10check import topology
 from gb10check.errors import GB10Error, InventoryError, clip
 from gb10check.textfile import read_text
 
+__all__ = [
+    "DEFAULT_PATH",
+    "ENV_VAR",
+    "EXAMPLE",
+    "MISSING_HELP",
+    "NAME",
+    "TOLERANCE_GONE",
+    "ApiSpec",
+    "Cluster",
+    "Control",
+    "Deployment",
+    "HistoryRules",
+    "Inventory",
+    "Launch",
+    "Member",
+    "NcclTests",
+    "Node",
+    "Rail",
+    "RuleSettings",
+    "SecretShape",
+    "SshSettings",
+    "Thresholds",
+    "Topology",
+    "default_path",
+    "load_inventory",
+    "parse_inventory",
+    "validation_problems",
+]
+
 ENV_VAR = "GB10_CLUSTER"
 DEFAULT_PATH = "cluster.toml"
 EXAMPLE = "fixtures/cluster.example.toml"

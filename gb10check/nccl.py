@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 from gb10check.parsers.rdma_sysfs import Gid
 
+__all__ = ["auto_gid_index", "gid_index_param", "ib_hca_selects", "socket_ifname_matches"]
+
 
 def socket_ifname_matches(value: str, netdevs: Iterable[str]) -> list[str]:
     """The netdevs an NCCL_SOCKET_IFNAME-style value selects: each comma-separated name is a prefix

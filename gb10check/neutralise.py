@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["neutralise", "neutralise_tree"]
+
 # C0 controls but tab and line feed, DEL, C1 controls; Unicode's bidirectional marks, embeddings,
 # overrides and isolates ("Trojan source"); the line and paragraph separators
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

@@ -16,6 +16,8 @@ from gb10check.probes import probes_for
 from gb10check.snapshot import Probe, Read, Snapshot, build_script, new_boundary, script_timeout, split_output
 from gb10check.transport import CommandResult, LocalTransport, SshTransport, Transport
 
+__all__ = ["ClusterNodes", "Node", "follows_from", "identifiers", "make_transport"]
+
 
 class Node:
     def __init__(

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+__all__ = ["R", "T", "map_parallel"]
+
 T = TypeVar("T")
 R = TypeVar("R")
 

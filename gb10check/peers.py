@@ -22,7 +22,20 @@ from gb10check.parsers.iproute import Netdev
 from gb10check.parsers.neigh import Neighbour, parse_ip_neigh
 from gb10check.snapshot import Probe, Snapshot
 
-__all__ = ["MAX_NODES", "Peers", "find", "sweep_command", "sweep_targets"]
+__all__ = [
+    "HOP_COMMAND",
+    "MAX_NODES",
+    "SWEEP_PREFIX",
+    "Peers",
+    "Reader",
+    "answered",
+    "find",
+    "lan_address",
+    "lan_subnets",
+    "sweep_command",
+    "sweep_targets",
+]
+
 
 MAX_NODES = 16  # a GB10 cluster is two to eight nodes: past this, the fabric is not one cluster's
 SWEEP_PREFIX = 24  # a larger subnet is swept over the /24 around the port's own address

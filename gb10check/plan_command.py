@@ -40,6 +40,24 @@ from gb10check.secret_shapes import use_site_shapes
 from gb10check.snapshot import Read, Snapshot
 from gb10check.transport import LocalTransport
 
+__all__ = [
+    "CONTAINER_FIELDS",
+    "FILE_READS",
+    "JUDGED",
+    "NODE_READS",
+    "RUNNING_READS",
+    "RankReport",
+    "RuleResult",
+    "judge",
+    "main",
+    "offline_inventory",
+    "plans",
+    "read_snapshots",
+    "render",
+    "render_plan",
+    "to_json",
+]
+
 # what the plan is read from (the deployment's files, the image's ENV) and what the rules ask of the node
 FILE_READS: tuple[Read[object], ...] = (
     probes.COMPOSE,

@@ -26,6 +26,8 @@ from prometheus_client.openmetrics.exposition import ALLOWUTF8
 from gb10check import atomic
 from gb10check.neutralise import neutralise, neutralise_tree
 
+__all__ = ["UNREACHABLE", "registry_of", "write"]
+
 UNREACHABLE = "node-unreachable"
 
 

@@ -36,6 +36,23 @@ from functools import cache
 
 from gb10check import secret_shapes
 
+__all__ = [
+    "MASK",
+    "MAX_HARVESTED",
+    "MAX_REGISTERED",
+    "OVERLAP",
+    "WINDOW",
+    "forget",
+    "is_secret_name",
+    "protect",
+    "redact",
+    "redact_known",
+    "redact_tree",
+    "register",
+    "register_assigned",
+    "register_secret_values",
+]
+
 MASK = "***"
 WINDOW = 1 << 16  # the most text one regex call sees: about a millisecond per rule
 OVERLAP = 1 << 12  # a line longer than WINDOW is cut; the next stretch starts this much before the cut

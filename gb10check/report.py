@@ -23,6 +23,22 @@ from gb10check.verdict import Comparison
 if TYPE_CHECKING:  # the inventory imports the history, which imports this module's SCHEMA_VERSION
     from gb10check.inventory import Inventory
 
+__all__ = [
+    "BANDWIDTH",
+    "RUN_LOCK",
+    "SCHEMA_VERSION",
+    "Row",
+    "Summary",
+    "bandwidth_matrix",
+    "check_writable",
+    "claim",
+    "cluster_of",
+    "first_line",
+    "title_of",
+    "whole_words",
+    "write_interrupted_junit",
+]
+
 # summary.json's layout (gb10check/summary.schema.json describes it): raised when a field changes meaning
 # or goes away; the history (gb10check/history.py) reads only runs of this version
 # 2: a check's `link` became `rail`, `nodes` names every node it is about;

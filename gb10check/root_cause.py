@@ -18,6 +18,21 @@ from typing import Any
 
 from gb10check.errors import NodeUnreachable, ServiceError
 
+__all__ = [
+    "API_DOWN",
+    "BAD",
+    "ENGINE_STATE",
+    "FOLLOWS",
+    "NODE_DOWN",
+    "STAGE_FILES",
+    "TRENDS_FILE",
+    "compared",
+    "failures_in_order",
+    "finding_of",
+    "hint_order",
+    "stage_of",
+]
+
 BAD = ("failed", "error", "interrupted")
 TRENDS_FILE = "gb10check/trends"  # fixtures/history.py's trend checks
 STAGE_FILES = (("tests_preflight/", "preflight"), ("tests_network/", "network"), ("tests_service/", "service"),

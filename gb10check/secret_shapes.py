@@ -27,6 +27,8 @@ from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_cla
 from detect_secrets.plugins.jwt import JwtTokenDetector
 from detect_secrets.plugins.private_key import PrivateKeyDetector
 
+__all__ = ["Shape", "load", "private_key_starts", "spans", "use_site_shapes"]
+
 _TRIM = " \t\r\n=:\"'"  # delimiters a plugin's pattern takes in around its token (Artifactory's `(?:\s|=|:|"|^)`)
 
 

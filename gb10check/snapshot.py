@@ -39,6 +39,24 @@ if TYPE_CHECKING:
     from gb10check import inventory as inv
     from gb10check.probes import Where
 
+__all__ = [
+    "MIB",
+    "NO_SUDO",
+    "PROBE_FILE_LIMIT",
+    "PROBE_KEEP",
+    "Probe",
+    "Read",
+    "Snapshot",
+    "T",
+    "U",
+    "V",
+    "bound",
+    "build_script",
+    "new_boundary",
+    "script_timeout",
+    "split_output",
+]
+
 T = TypeVar("T", covariant=True)
 U = TypeVar("U")
 V = TypeVar("V")

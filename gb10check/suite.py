@@ -13,6 +13,7 @@ from gb10check.errors import SuiteFilesError
 
 __all__ = ["installed", "root"]
 
+
 _PACKAGE = Path(__file__).resolve().parent
 _INSIDE = _PACKAGE / "_suite"  # a wheel's
 _BESIDE = _PACKAGE.parent  # a clone's

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from gb10check.errors import InputFileError
 
+__all__ = ["MAX_BYTES", "decode", "read_text"]
+
 MAX_BYTES = 1024 * 1024  # an inventory, a hints file or a scenario is a few kB
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = ["MAX_NODES", "NCCL_BUSBW_FLOOR_GBS", "RING_MIN", "nccl_busbw_floor", "problems", "ring_order", "rounds"]
+
 MAX_NODES = 8
 RING_MIN = 3
 

@@ -27,6 +27,24 @@ import tenacity
 
 from gb10check.errors import NodeUnreachable, TransportError
 
+__all__ = [
+    "CLIENT_GRACE",
+    "C_LOCALE",
+    "C_LOCALE_ASSIGNMENTS",
+    "DOCKER_C_LOCALE",
+    "KILL_GRACE",
+    "SYSTEM_KNOWN_HOSTS",
+    "CommandResult",
+    "LocalTransport",
+    "SshTransport",
+    "T",
+    "Transport",
+    "TransportStats",
+    "bounded",
+    "cut_short",
+    "why_no_connection",
+]
+
 KILL_GRACE = 2.0  # seconds between TERM and KILL on the node
 CLIENT_GRACE = 3.0  # how much longer the client waits than the node-side bound
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"

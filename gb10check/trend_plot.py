@@ -17,6 +17,22 @@ from datetime import datetime
 
 from gb10check.history import Run, Trend, direction, figure_of
 
+__all__ = [
+    "MAX_TIME_LABELS",
+    "Level",
+    "Plot",
+    "Point",
+    "Tick",
+    "Unit",
+    "limit_of",
+    "nice_ticks",
+    "plot",
+    "plots",
+    "shown",
+    "time_labels",
+    "unit_of",
+]
+
 WIDTH, HEIGHT = 360, 190
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 14, 40  # the plot area's margins: y labels left, time labels below
 MAX_TIME_LABELS = 6

@@ -10,6 +10,8 @@ from typing import NoReturn
 from gb10check.neutralise import neutralise
 from gb10check.redact import redact, redact_known
 
+__all__ = ["Advisory", "CheckFailed", "Comparison", "Evidence"]
+
 _PYTHON_NONE = re.compile(r"None\b")  # "None", "vNone", "= None"; not "NoneType", "none"
 
 

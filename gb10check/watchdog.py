@@ -38,6 +38,19 @@ from gb10check.probes import CONTAINER, DOCKER_LOGS, MEMINFO
 if TYPE_CHECKING:  # the wait is given the client: importing it (openai, httpx) is the service stage's cost
     from gb10check.api import ApiClient
 
+__all__ = [
+    "POLLED",
+    "POLL_SECONDS",
+    "RETUNING_NOTE",
+    "STOP_TIMEOUT",
+    "NodeState",
+    "Readiness",
+    "not_ready",
+    "poll_node",
+    "stop_containers",
+    "wait_ready",
+]
+
 POLL_SECONDS = 2.0
 STOP_TIMEOUT = 30  # docker stop -t: vLLM's workers get this long to exit before SIGKILL
 

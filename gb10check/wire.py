@@ -11,6 +11,8 @@ from gb10check.errors import GB10Error
 from gb10check.node import ClusterNodes
 from gb10check.parsers.neigh import answer_for
 
+__all__ = ["NO_MAC", "Answer", "answer", "answered_wrong", "holds", "macs", "misplaced", "what_to_move"]
+
 NO_MAC = "00:00:00:00:00:00"
 
 

@@ -19,6 +19,8 @@ from gb10check.errors import SimError
 from sim.cluster import SimCluster, clean_stale, why_not_available
 from sim.scenario import builtin_names, load_scenario
 
+__all__ = ["ALL_REFUSED", "USAGE", "main"]
+
 USAGE = 4  # gb10check's status for a usage or set-up error (argparse's own 2 reads as "interrupted")
 ALL_REFUSED = (
     "clean --all is no longer taken: it removed simulated clusters other runs were still using (their checks "

@@ -40,6 +40,21 @@ from sim.node import PROJECT_ROOT, SSHD, SimNode
 from sim.node_files import write_node_files
 from sim.scenario import Scenario
 
+__all__ = [
+    "NS_PREFIX",
+    "OWNER_FILE",
+    "REQUIRED_TOOLS",
+    "RUN_ROOT",
+    "SERVING_AVAILABLE_KB",
+    "SWITCH_MTU",
+    "Cleaned",
+    "Owner",
+    "SimCluster",
+    "clean_stale",
+    "owner_of",
+    "why_not_available",
+]
+
 RUN_ROOT = Path("/run/gb10sim")
 OWNER_FILE = "owner"  # in RUN_ROOT/<owner>: which process made the cluster (sim clean leaves it while it runs)
 NS_PREFIX = "gb10sim-"

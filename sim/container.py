@@ -22,6 +22,17 @@ from typing import Any
 
 from gb10check.errors import SimError
 
+__all__ = [
+    "ARGV_PRINTER",
+    "DOCKER_SHM",
+    "IMAGE_ENV",
+    "compose_accepts",
+    "compose_service",
+    "created",
+    "first_process",
+    "write_created",
+]
+
 DOCKER_SHM = 64 * 1024**2  # the Engine's /dev/shm without --shm-size
 IMAGE_ENV = [  # the image's own ENV when the scenario gives none (what NVIDIA's CUDA base images set)
     "PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -15,6 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "CHECKPOINTS",
+    "COMPOSE_TEMPLATE",
+    "COMPOSE_UP_TEMPLATE",
+    "DOCKER_RUN_TEMPLATE",
+    "GIB",
+    "MODEL_CONFIG",
+    "SHARDS",
+    "SOCKET_VARS",
+    "UNPRIVILEGED_UID",
+    "ComposeCluster",
+    "build_hf_cache",
+    "digest",
+    "place",
+    "render_compose",
+    "render_env",
+    "render_netplan",
+    "write_passwd",
+]
+
 COMPOSE_TEMPLATE = Path(__file__).parent / "deploy" / "compose.yml"
 DOCKER_RUN_TEMPLATE = Path(__file__).parent / "deploy" / "docker-run.sh"  # the same deployment as a launch script
 COMPOSE_UP_TEMPLATE = (

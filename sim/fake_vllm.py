@@ -31,6 +31,24 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+__all__ = [
+    "AUTO_TOOL_CHOICE",
+    "COUNT",
+    "ENGINE_DEAD",
+    "TOKEN",
+    "Answer",
+    "Engine",
+    "Shapes",
+    "answer",
+    "cut_short",
+    "error_body",
+    "main",
+    "make_handler",
+    "metrics_text",
+    "model_list",
+    "tokens",
+]
+
 TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
 

@@ -16,6 +16,8 @@ import tomli_w
 from sim import layout, spec
 from sim.tables import merge
 
+__all__ = ["EXAMPLE", "LAUNCH_SCRIPT", "dumps", "written"]
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cluster.example.toml"
 _KEPT = ("gid_index", "min_gbps", "mtu")  # what a rail keeps of the example's rail of the same netdev
 

@@ -23,6 +23,17 @@ from pathlib import Path
 
 from gb10check.errors import SimError
 
+__all__ = [
+    "LOCALE_SOURCES",
+    "MESSAGES",
+    "SYSTEM_LOCALES",
+    "UFW_CATALOGUES",
+    "boot_lines",
+    "compile_locales",
+    "locales_named",
+    "message_overlays",
+]
+
 SYSTEM_LOCALES = Path("/usr/lib/locale")
 LOCALE_SOURCES = Path("/usr/share/i18n/locales")
 UFW_CATALOGUES = Path("/usr/share/ufw/messages")

@@ -14,6 +14,24 @@ import hashlib
 import re
 from typing import Any
 
+__all__ = [
+    "DEVICE_ORDER",
+    "LAN_NETDEV",
+    "LAN_SUBNET",
+    "PAIR_ADDRESSES",
+    "PORTS",
+    "RANK_KEY",
+    "RING_SUBNETS",
+    "SIZES",
+    "SWITCH_SUBNETS",
+    "TOPOLOGIES",
+    "gpu_uuid",
+    "lan_address",
+    "node_name",
+    "size_problem",
+    "skeleton",
+]
+
 TOPOLOGIES = ("pair", "ring", "switch")
 SIZES = {"pair": (2, 2), "ring": (3, 8), "switch": (2, 8)}  # (fewest, most) nodes
 LAN_NETDEV = "enP7s7"

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 from gb10check.errors import SimError
 
+__all__ = ["CLONE_NEWNET", "enter", "inside", "leave"]
+
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 

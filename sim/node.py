@@ -12,6 +12,8 @@ from pathlib import Path
 
 from sim import spec
 
+__all__ = ["COMPOSE_BINARY", "PROJECT_ROOT", "SSHD", "STUB_PYTHON", "SimNode"]
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SSHD = "/usr/sbin/sshd"
 # the stubs are stdlib-only: the system interpreter, which an unprivileged login can run too

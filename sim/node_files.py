@@ -29,6 +29,19 @@ from sim.spec import LinkEnd, Rail
 from sim.stub import LANGUAGE_TOOLS, TOOLS
 from sim.tables import merge
 
+__all__ = [
+    "BOOT_KERNEL",
+    "BOOT_LOG",
+    "GID_SLOTS",
+    "LOGIND_CONF",
+    "OS_RELEASE",
+    "UBUNTU_LOGIND",
+    "UFW_UNIT_LINK",
+    "pci_address",
+    "startup_lines",
+    "write_node_files",
+]
+
 
 def _sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, text=True, timeout=15)

@@ -17,6 +17,8 @@ from gb10check.textfile import read_text
 from sim import inventory_file, layout, spec
 from sim.tables import merge
 
+__all__ = ["BUILTIN_DIR", "STARTS", "TOP_KEYS", "Scenario", "builtin_names", "load_scenario", "split_rebase"]
+
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 TOP_KEYS = {
     "description",

@@ -15,6 +15,32 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sim.stub import TOOLS
 
+__all__ = [
+    "API_PORT",
+    "DEPLOYMENT_USER",
+    "MEMINFO",
+    "Container",
+    "Deployment",
+    "Docker",
+    "Driver",
+    "Expect",
+    "FakeApi",
+    "Hf",
+    "Host",
+    "Image",
+    "Link",
+    "LinkEnd",
+    "LongLine",
+    "NcclLibrary",
+    "Netplan",
+    "Node",
+    "Rail",
+    "RdmaPort",
+    "Scenario",
+    "Stub",
+    "Ufw",
+]
+
 DEPLOYMENT_USER = "lenovo"  # the field report's: what `id -un` prints on a node unless `users` says otherwise
 API_PORT = 20001  # the fake vLLM's port unless [service] port says otherwise
 # /proc/meminfo of a GB10 before vLLM starts, kB: MemTotal, little page cache (a scenario's meminfo adds to it);

@@ -21,6 +21,8 @@ from typing import Any
 
 from sim import vllm_logs
 
+__all__ = ["STEP", "main", "meminfo_text", "run", "write_in_place"]
+
 STEP = 0.1  # seconds between updates
 
 

@@ -13,6 +13,44 @@ import json
 import sys
 import time
 
+__all__ = [
+    "BANNER",
+    "COMPLETION_ERROR",
+    "CONTAINER_ENV",
+    "DAEMON_DOWN",
+    "GB10_TABLE",
+    "GPU_NO_RUNTIME",
+    "GPU_NVML_MISMATCH",
+    "INFO_NO_SERVER",
+    "LANGUAGE_TOOLS",
+    "MISMATCH",
+    "NCCL_MARK",
+    "NCCL_TABLE_HEAD",
+    "NO_CONNECT",
+    "NO_DRIVER",
+    "NO_LISTEN",
+    "NO_SOCKET",
+    "NO_SUCH",
+    "PERF_LINE",
+    "PING_ZH_CN",
+    "PROCESSES_MARK",
+    "RTR",
+    "STARS",
+    "TOOLS",
+    "TYPE_CHECKING",
+    "WC_FAILURE",
+    "all_gather_perf",
+    "dmesg",
+    "docker",
+    "hashlib_hex",
+    "ib_write_bw",
+    "ibdev2netdev",
+    "main",
+    "modinfo",
+    "nvidia_smi",
+    "ping",
+]
+
 TYPE_CHECKING = False  # mypy reads it as True; importing typing would cost every stub call ~5 ms
 
 if TYPE_CHECKING:  # stdlib-only and started often: no typing import at run time

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+__all__ = ["merge"]
+
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """`over` on top of `base`: tables merge key by key, anything else (arrays too) is replaced."""

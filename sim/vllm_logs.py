@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+__all__ = ["NOISE", "Line", "retuning_lines", "stamped", "startup_log"]
+
 Line = tuple[float, str]
 
 NOISE = (

@@ -17,6 +17,8 @@ from gb10check.launch.process import Started, started
 from gb10check.shell.values import Deferred, Value
 from gb10check.shell.walk import Files, read
 
+__all__ = ["argv_of", "container_started", "host_files"]
+
 
 def argv_of(
     entrypoint: list[str] | None,

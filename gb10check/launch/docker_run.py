@@ -24,6 +24,17 @@ from gb10check.parsers.docker import Image
 from gb10check.shell.state import Ran
 from gb10check.shell.values import Deferred, Value
 
+__all__ = [
+    "BOOLEAN",
+    "SHORT_VALUED",
+    "VALUED",
+    "DockerRun",
+    "docker_run_argv",
+    "parse_docker_run",
+    "parse_env_file",
+    "run_plan",
+]
+
 # docker run's flags that take a value (docker CLI 28: cli/command/container/opts.go, run.go)
 VALUED = frozenset(
     [

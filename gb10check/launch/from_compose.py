@@ -19,6 +19,8 @@ from gb10check.launch.plan import Container, LaunchPlan, Mount, Setting, Source
 from gb10check.parsers.docker import Image
 from gb10check.shell.values import Value
 
+__all__ = ["compose_plan", "line_of"]
+
 
 def line_of(text: str, pattern: str) -> int | None:
     """The first line of a file that matches (where a value is set)."""

@@ -21,6 +21,8 @@ from gb10check.shell.state import Ran
 from gb10check.shell.values import Value
 from gb10check.shell.walk import Files, Reading, read
 
+__all__ = ["SHELL_UNKNOWN", "ComposeUp", "ScriptStart", "read_script", "started_by"]
+
 # the environment the operator's shell gives the script is not known: a variable it does not set is
 # decided at start (never taken as unset), unless the inventory's launch env names it
 SHELL_UNKNOWN = "the operator's shell environment when the script runs"

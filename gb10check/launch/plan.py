@@ -20,6 +20,8 @@ from gb10check.launch.process import Started
 from gb10check.launch.vllm_args import RayCommand, VllmCommand
 from gb10check.shell.values import Deferred
 
+__all__ = ["DEFAULT", "Container", "LaunchPlan", "Mount", "Setting", "Source", "T", "unset"]
+
 T = TypeVar("T")
 
 

@@ -16,6 +16,8 @@ from gb10check.shell.state import Ran
 from gb10check.shell.values import Deferred, Value
 from gb10check.shell.walk import Path, Reading
 
+__all__ = ["Started", "started"]
+
 
 @dataclass(frozen=True)
 class Started:

@@ -32,6 +32,21 @@ from gb10check.nccl import gid_index_param, ib_hca_selects, socket_ifname_matche
 from gb10check.parsers.iproute import Netdev
 from gb10check.parsers.rdma_sysfs import RdmaPortState
 
+__all__ = [
+    "DOCKER_SHM",
+    "GPUS_PER_NODE",
+    "PARALLEL_SIZES",
+    "RING_ALGO_FROM",
+    "RING_NCCL",
+    "RULES",
+    "SHM_NEEDED",
+    "Context",
+    "NotApplicable",
+    "Outcome",
+    "Rule",
+    "Verdict",
+]
+
 Outcome = Literal["pass", "fail", "advisory", "advice"]
 
 

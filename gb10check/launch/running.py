@@ -23,6 +23,8 @@ from gb10check.launch.process import Started
 from gb10check.launch.vllm_args import parse_ray, parse_vllm
 from gb10check.parsers.docker import Container as Inspected
 
+__all__ = ["MARK", "PROCESSES_SCRIPT", "Process", "parse_processes", "running_plan"]
+
 MARK = "gb10check-proc"
 # every process of the container that mentions vLLM or Ray, and its first: pid, argv and environment, base64
 PROCESSES_SCRIPT = (

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from gb10check.errors import DecidedAtStart
 from gb10check.shell.values import Deferred, Value
 
+__all__ = ["BOOLEAN_FLAGS", "ENTRY_MODULES", "RayCommand", "VllmCommand", "entry_argv", "parse_ray", "parse_vllm"]
+
 # vLLM's options that take no value (store_true, or the --x/--no-x pairs of its config booleans): after
 # them, a word that does not start with `-` is the model or the next option's business, not their value
 BOOLEAN_FLAGS = frozenset(

@@ -11,6 +11,8 @@ from typing import Any
 
 from gb10check.errors import ParseError
 
+__all__ = ["CHUNK", "MAX_LINE", "bounded_chunks", "bounded_line", "json_object"]
+
 # the most of one line a pattern is matched against: a node may print a line of 10 MB, and a pattern
 # that backtracks (`A.*B`) costs up to the square of a line's length, in one call that holds the GIL
 MAX_LINE = 4096

@@ -12,6 +12,22 @@ from typing import Any
 from gb10check.errors import ParseError, clip, excerpt
 from gb10check.parsers import bounded_chunks
 
+__all__ = [
+    "Container",
+    "ContainerGpuFailure",
+    "ContainerGpus",
+    "DockerInfo",
+    "Image",
+    "Running",
+    "client_error",
+    "parse_container_gpus",
+    "parse_container_inspect",
+    "parse_docker_info",
+    "parse_docker_ps",
+    "parse_image_inspect",
+    "parse_image_list",
+]
+
 _NO_SUCH = re.compile(r"No such (image|container|object)", re.IGNORECASE)
 _DENIED = re.compile(r"permission denied while trying to connect to the Docker daemon", re.IGNORECASE)
 # the daemon down: "Cannot connect to the Docker daemon at unix://..." (to 28), "failed to connect to the docker API

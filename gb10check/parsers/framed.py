@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = ["FileRead", "framed_files_command", "framed_paths", "parse_framed_files", "parse_word"]
+
 _HEADER = re.compile(r"^=== (?P<mode>[0-7]{3,4}) (?P<owner>\S+) (?P<path>\S.*)$", re.MULTILINE)
 
 

@@ -6,6 +6,8 @@ import ipaddress
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = ["parse_getent_hosts"]
+
 
 def parse_getent_hosts(text: str) -> tuple[str, ...]:
     """Lines `ADDRESS  STREAM|DGRAM|RAW  [NAME]` (glibc's getent prints each address per socket type); empty

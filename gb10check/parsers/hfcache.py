@@ -12,6 +12,17 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = [
+    "LISTING_FORMAT",
+    "Entry",
+    "SnapshotFile",
+    "parse_index_total_size",
+    "parse_listing",
+    "parse_revision",
+    "readable_by",
+    "snapshot_files",
+]
+
 # find DIR -printf '%y\t%m\t%u\t%g\t%s\t%P\t%l\n'
 LISTING_FORMAT = r"%y\t%m\t%u\t%g\t%s\t%P\t%l\n"
 

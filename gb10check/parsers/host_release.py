@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.parsers.framed import parse_word
 
+__all__ = [
+    "Bios",
+    "OsRelease",
+    "firmware_shown",
+    "parse_bios",
+    "parse_fw_versions",
+    "parse_kernel_release",
+    "parse_os_release",
+]
+
 
 def parse_kernel_release(text: str) -> str:
     """`cat /proc/sys/kernel/osrelease`: one word, e.g. 6.17.0-1014-nvidia."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = ["RdmaPort", "parse_ibdev2netdev"]
+
 
 @dataclass(frozen=True)
 class RdmaPort:

@@ -9,6 +9,8 @@ from typing import Any
 
 from gb10check.errors import ParseError
 
+__all__ = ["Netdev", "Route", "parse_ip_addr", "parse_ip_route"]
+
 
 @dataclass(frozen=True)
 class Netdev:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = ["TERMINAL", "Chain", "Rule", "forwarded", "parse_chain"]
+
 # legacy iptables, and iptables-nft 1.8.x, for a chain that is not there
 _NO_CHAIN = re.compile(r"No chain/target/match by that name|chain `\S+' in table `\w+' is incompatible|does not exist")
 TERMINAL = {"ACCEPT": True, "DROP": False, "REJECT": False}

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.parsers import bounded_line
 
+__all__ = ["KernelEvent", "KernelLog", "parse_kernel_log"]
+
 _HEADER = re.compile(r"^gb10check: kernel log lines (?P<n>\d+)$")
 _STAMP = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\]\s*")
 _LINK = re.compile(r"mlx5_core \S+ (?P<netdev>[\w.-]+): Link (?P<state>up|down)\b", re.IGNORECASE)

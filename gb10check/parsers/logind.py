@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError, excerpt
 from gb10check.parsers.framed import FileRead
 
+__all__ = ["MAIN", "RemoveIpc", "parse_linger", "parse_remove_ipc"]
+
 MAIN = "/etc/systemd/logind.conf"
 _DROPIN_DIRS = ("/usr/lib/systemd/logind.conf.d", "/run/systemd/logind.conf.d", "/etc/systemd/logind.conf.d")
 _BOOL = {"1": True, "yes": True, "y": True, "true": True, "t": True, "on": True}

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = ["GIB", "MemInfo", "parse_meminfo"]
+
 GIB = 1024**3
 _LINE_RE = re.compile(r"^(?P<key>[A-Za-z0-9_()]+):\s*(?P<value>\d+)(?:\s*(?P<unit>kB))?\s*$")
 _REQUIRED = ("MemTotal", "MemFree", "MemAvailable")

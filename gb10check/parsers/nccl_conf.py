@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = ["NcclSetting", "in_force", "parse_conf_lines"]
+
 # `grep -Hs = FILES`: path:line, for the files that exist (their lines that hold a `=`)
 _GREP_LINE = re.compile(r"^(?P<path>/[^:]+):(?P<line>.*)$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

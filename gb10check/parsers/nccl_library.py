@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = ["HOW", "MARK", "SCRIPT", "NcclLibrary", "parse_nccl_library"]
+
 MARK = "gb10check-nccl"
 # how the library was found: mapped by a running process, where torch looks (its wheel), the system's
 HOW = ("loaded", "torch", "ldconfig")

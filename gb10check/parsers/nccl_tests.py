@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.redact import redact
 
+__all__ = ["NcclTestResult", "Row", "parse_nccl_test"]
+
 # `OK`/`FAILED` follow the figure when NCCL_TESTS_MIN_BW gave the run a bandwidth to check (src/common.cu)
 _AVG = re.compile(r"^# Avg bus bandwidth\s*:\s*(?P<bw>[\d.]+)(?:\s+(?:OK|FAILED))?\s*$", re.MULTILINE)
 _BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>\w+)", re.MULTILINE)

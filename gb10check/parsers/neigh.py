@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.parsers.iproute import _json_list as json_list
 
+__all__ = ["NO_ANSWER", "Neighbour", "answer_for", "parse_ip_neigh"]
+
 NO_ANSWER = frozenset({"FAILED", "INCOMPLETE"})  # the kernel asked and nothing answered (yet)
 
 

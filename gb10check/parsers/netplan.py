@@ -8,6 +8,8 @@ from gb10check.errors import ParseError
 from gb10check.parsers.framed import FileRead
 from gb10check.redact import redact
 
+__all__ = ["configured_netdevs", "link_local_ipv4"]
+
 
 def configured_netdevs(files: list[FileRead]) -> dict[str, FileRead]:
     """netdev -> the file that configures it under network.ethernets (a later file wins, as in netplan)."""

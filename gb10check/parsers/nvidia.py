@@ -7,6 +7,20 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = [
+    "VERSION",
+    "GpuRow",
+    "KernelModule",
+    "NoDriver",
+    "NvidiaSmiQuery",
+    "NvidiaSmiResult",
+    "NvmlMismatch",
+    "parse_modinfo_version",
+    "parse_module_version",
+    "parse_nvidia_smi_query",
+    "parse_proc_driver_version",
+]
+
 VERSION = r"\d{2,4}\.\d{1,3}(?:\.\d{1,3})?"
 _VERSION_RE = re.compile(rf"^{VERSION}$")
 

@@ -14,6 +14,17 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = [
+    "GBITS_PER_MIB",
+    "WC_STATUS",
+    "WR_FLUSH_ERR",
+    "BwFailure",
+    "BwResult",
+    "classify_failure",
+    "parse_bw",
+    "wc_status",
+]
+
 _TABLE = re.compile(r"^ #bytes\s+#iterations\s+BW peak\[(?P<unit>MB|MiB|Gb)/sec\]\s+BW average\[(?P=unit)/sec\]", re.M)
 _ROW = re.compile(r"^ (?P<bytes>\d+)\s+(?P<iters>\d+)\s+(?P<peak>[\d.]+)\s+(?P<avg>[\d.]+)\s+(?P<rate>[\d.]+)", re.M)
 _DEVICE = re.compile(r"Device\s+: (?P<device>\S+)")

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError
 
+__all__ = ["PingResult", "parse_ping"]
+
 _HEAD = re.compile(r"^PING \S+ \(\S+\)(?: from \S+ \S+)?: (?P<size>\d+)\((?P<frame>\d+)\) bytes of data\.", re.M)
 _STATS = re.compile(
     r"^(?P<tx>\d+) packets transmitted, (?P<rx>\d+) received(?:, \+(?P<dup>\d+) duplicates)?"

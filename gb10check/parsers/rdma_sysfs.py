@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = ["UNUSED_GID", "Gid", "RdmaPortState", "parse_rdma_ports", "show_gids"]
+
 _HEADER = re.compile(r"^=== (?P<dir>/\S+/(?P<dev>[^/\s]+)/ports/(?P<port>\d+))(?P<netdevs>(?: \S+)*)\s*$")
 _RATE = re.compile(r"^(?P<gbps>\d+(?:\.\d+)?) Gb/sec")
 _V4_MAPPED = "0000:0000:0000:0000:0000:ffff:"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gb10check.errors import ParseError
 
+__all__ = ["parse_flag"]
+
 
 def parse_flag(text: str, what: str) -> bool:
     """A 0/1 setting: True for 1."""

@@ -12,6 +12,16 @@ from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
 
+__all__ = [
+    "Network",
+    "UfwRule",
+    "UfwStatus",
+    "parse_default_input_policy",
+    "parse_ufw_conf",
+    "parse_ufw_status",
+    "parse_user_rules",
+]
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 

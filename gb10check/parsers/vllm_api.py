@@ -10,6 +10,26 @@ from typing import Any
 from gb10check.errors import ParseError, excerpt
 from gb10check.parsers import json_object
 
+__all__ = [
+    "DONE",
+    "REASONING_FIELDS",
+    "THINK_TAG",
+    "DecodeMetrics",
+    "ModelCard",
+    "Reasoning",
+    "ToolCall",
+    "api_error_message",
+    "decode_metrics",
+    "merge_tool_call_deltas",
+    "parse_models",
+    "parse_sse",
+    "parse_version",
+    "reasoning_of",
+    "reasoning_tokens",
+    "sse_chunks",
+    "tool_calls_of",
+]
+
 
 @dataclass(frozen=True)
 class ModelCard:

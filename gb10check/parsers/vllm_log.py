@@ -17,6 +17,34 @@ from datetime import datetime
 
 from gb10check.parsers import bounded_line
 
+__all__ = [
+    "CAPTURED",
+    "EAGER",
+    "MILESTONES",
+    "NOISE",
+    "WRAP_MIN",
+    "Channels",
+    "LogLine",
+    "Milestone",
+    "NcclTransport",
+    "Reached",
+    "Stop",
+    "connected",
+    "connected_when_timed_out",
+    "expected_milestones",
+    "graph_mode",
+    "meaningful_text",
+    "milestones",
+    "nccl_channels",
+    "nccl_transport",
+    "nccl_version",
+    "parse_docker_log",
+    "serving_since",
+    "stops",
+    "tuning",
+    "uses_graphs",
+]
+
 _STAMP = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ?(?P<text>.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _COMPOSE = re.compile(r"^(?P<service>[A-Za-z0-9][\w.-]*)\s+\| ?")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from gb10check.errors import ParseError
 from gb10check.redact import redact
 
+__all__ = ["VllmMetrics", "parse_vllm_metrics"]
+
 _KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 
 

@@ -13,6 +13,22 @@ from gb10check.shell.state import State, Var
 from gb10check.shell.syntax import Node, Script, line
 from gb10check.shell.values import Deferred, Value, first_deferred
 
+__all__ = [
+    "IFS",
+    "Expander",
+    "Piece",
+    "assigned_names",
+    "binary_test",
+    "clip",
+    "dq_unescape",
+    "join",
+    "replace",
+    "split",
+    "trim",
+    "unary_test",
+    "unescape",
+]
+
 IFS = " \t\n"
 _BREAK = object()  # between the words of "$@" inside one quoted word
 

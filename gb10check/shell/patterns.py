@@ -8,6 +8,20 @@ from collections.abc import Callable
 
 from gb10check.errors import ParseError
 
+__all__ = [
+    "FILE_TESTS",
+    "INT64",
+    "MAX_BRACE_WORDS",
+    "NUMERIC_TESTS",
+    "ansi_c",
+    "binary",
+    "brace",
+    "glob_regex",
+    "numeric",
+    "parse_int",
+    "wrap",
+]
+
 # -- patterns (case, [[ == ]], ${NAME#pattern}) ------------------------------------------------------------------
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 
 from gb10check.shell.values import Value
 
+__all__ = ["Array", "Assoc", "Ran", "State", "Var"]
+
 Array = list[Value]
 Assoc = dict[str, Value]
 

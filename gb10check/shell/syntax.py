@@ -21,6 +21,8 @@ from typing import Any
 
 from gb10check.errors import ParseError
 
+__all__ = ["MAX_SCRIPT", "PARSE_TIMEOUT", "Node", "Script", "line", "parse", "shfmt"]
+
 Node = dict[str, Any]
 MAX_SCRIPT = 1 << 20  # a launch script or a container command larger than 1 MiB is no launcher
 PARSE_TIMEOUT = 10.0

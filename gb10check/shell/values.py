@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["Deferred", "Value", "first_deferred", "known", "shown"]
+
 
 @dataclass(frozen=True)
 class Deferred:

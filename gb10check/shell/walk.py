@@ -27,6 +27,26 @@ from gb10check.shell.state import Ran, State, Var
 from gb10check.shell.syntax import Node, Script, line
 from gb10check.shell.values import Deferred, Value
 
+__all__ = [
+    "BUILTINS",
+    "MAX_DEPTH",
+    "MAX_ITERATIONS",
+    "MAX_PATHS",
+    "OUTPUT_BUILTINS",
+    "POSIX_SHELLS",
+    "SHELLS",
+    "WRAPPERS",
+    "Files",
+    "Path",
+    "Reader",
+    "Reading",
+    "Unreadable",
+    "printf",
+    "read",
+    "test_words",
+    "unwrap",
+]
+
 MAX_PATHS = 64  # paths followed through conditions only the start decides; past it, the first branch is taken
 MAX_ITERATIONS = 1000  # of one loop
 MAX_DEPTH = 32  # functions, eval, source and bash -c within each other
