@@ -74,28 +74,30 @@ __all__ = [
 
 TODO = "TODO"  # a value init could not find: the inventory reader refuses the file until it is replaced
 HOSTNAME: Read[str] = Read("hostname", lambda _w: "hostname", lambda t: parse_word(t, "hostname"))
-# the compose files at the usual places (a user's home, /root, /opt, /srv, three levels down) that name vLLM
+# the usual places of a deployment's files: a user's home, /root, /opt, /srv, three levels down
 COMPOSE_PLACES = ("/home", "/root", "/opt", "/srv")
-COMPOSE_FILES: Read[tuple[str, ...]] = Read(
-    "compose_files",
-    lambda _w: (
-        f"find {' '.join(COMPOSE_PLACES)} -maxdepth 3 -type f \\( -name '*compose*.yml' -o -name '*compose*.yaml' \\) "
-        "-exec grep -l -i vllm {} + 2>/dev/null | sort | head -n 20; exit 0"
-    ),
-    lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
+
+
+def _files_naming_vllm(name: str, kind: str, then: str = "") -> Read[tuple[str, ...]]:
+    """The files of `kind` (find's tests) at the usual places that name vLLM, filtered by `then`, sorted."""
+    return Read(
+        name,
+        lambda _w: (
+            f"find {' '.join(COMPOSE_PLACES)} -maxdepth 3 -type f {kind} -exec grep -l -i vllm {{}} + 2>/dev/null "
+            f"{then}| sort | head -n 20; exit 0"
+        ),
+        lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
+    )
+
+
+COMPOSE_FILES = _files_naming_vllm("compose_files", "\\( -name '*compose*.yml' -o -name '*compose*.yaml' \\)")
+# the launch scripts there that start vLLM (docker run, docker compose, Ray): named where no compose file
+# decides, for the operator to choose (init cannot know each node's arguments)
+LAUNCH_SCRIPTS = _files_naming_vllm(
+    "launch_scripts", "-name '*.sh'", "| xargs -r -d '\\n' grep -l -E 'docker (run|compose)|ray start' 2>/dev/null "
 )
 # the containers that run (a vLLM one: the deployment, whatever started it: docker run, Ray, Compose)
 CONTAINERS = "docker ps --no-trunc --format '{{json .}}'"
-# the launch scripts there that name vLLM and start it (docker run, docker compose, Ray): named where no
-# compose file decides, for the operator to choose (init cannot know each node's arguments)
-LAUNCH_SCRIPTS: Read[tuple[str, ...]] = Read(
-    "launch_scripts",
-    lambda _w: (
-        f"find {' '.join(COMPOSE_PLACES)} -maxdepth 3 -type f -name '*.sh' -exec grep -l -i vllm {{}} + 2>/dev/null "
-        "| xargs -r -d '\\n' grep -l -E 'docker (run|compose)|ray start' 2>/dev/null | sort | head -n 20; exit 0"
-    ),
-    lambda t: tuple(line.strip() for line in t.splitlines() if line.strip()),
-)
 READS: tuple[Read[Any], ...] = (
     HOSTNAME, probes.IP_ADDR, probes.IP_ROUTE, probes.RDMA_PORTS, COMPOSE_FILES, LAUNCH_SCRIPTS
 )  # fmt: skip
@@ -690,7 +692,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="gb10check init",
         description="Discover the cluster (read-only) and write its inventory, every value with where it came "
         "from; with an inventory at the path, print how the cluster differs from it.",
-        epilog="examples:\n  gb10check init spark-02 spark-03 spark-04      (on rank 0)\n"
+        epilog="examples:\n  gb10check init                                 (on rank 0: the others found on the fabric)"
+        "\n"
+        "  gb10check init spark-02 spark-03 spark-04      (on rank 0, the others named in rank order)\n"
         "  gb10check init --check nvidia@spark-02          (a nightly's drift check: exit 1 on a difference)\n\n"
         "exit status: 0 written, or no difference; 1 the cluster differs from the inventory; 4 a node could not be\n"
         "read, the inventory there is unreadable, or the path unwritable",
