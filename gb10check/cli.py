@@ -132,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
         "       gb10check init [[USER@]HOST ...] [--check] [--output PATH]\n"
         "       gb10check plan [--cluster PATH] [--running | --offline [--files DIR]] [--node NAME] [--json]\n"
         "       gb10check explain [FILE|-] [--json]\n"
+        "       gb10check known-issues [--known-issues FILE] [-v] [--json]\n"
         "       gb10check sim up [SCENARIO] | list | clean\n"
         "       gb10check completion bash|zsh\n"
         "       gb10check --version | STAGE --help | STAGE --pytest-help",
@@ -147,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
              machine (--offline [--files DIR]: a deployment repository's own CI); --json for tools
   explain    read a vLLM log (a file, or - for stdin: `docker logs` piped in, pasted text), offline: the
              troubleshooting rows it matches, each with its line and what to do (--json for tools)
+  known-issues
+             the versions and combinations the field reported broken that preflight checks every node
+             against, each with its fix and public sources (-v: what happens; --json for tools)
   sim        the simulated cluster by hand (needs root): up [SCENARIO], list, clean (removes the
              clusters whose owner is gone, names those in use)
   completion the shell's completion: eval "$(gb10check completion bash)" in ~/.bashrc (zsh: ~/.zshrc)
@@ -156,6 +160,7 @@ options (also `pytest --help`, group gb10check):
   --sim [SCENARIO]     run against the bundled simulated cluster instead (root): a builtin name
                        (gb10check sim list) or a scenario file; alone: healthy
   --hints FILE         your site's own hints, added to the builtin catalogue
+  --known-issues FILE  your site's own known issues (gb10check known-issues -v shows the format's facts)
   --reports-dir DIR    where junit.xml, summary.md, summary.json and report.html go (default ./reports)
   --history DIR        keep each run there; regressions, recoveries and trend checks against it
   --prometheus FILE    the run as a node_exporter textfile (atomic)
@@ -247,6 +252,10 @@ def _main(args: list[str]) -> int:
         from gb10check.explain import main as explain_main
 
         return explain_main(rest)
+    if stage == "known-issues":  # offline: the catalogue only
+        from gb10check.known_issues_command import main as known_issues_main
+
+        return known_issues_main(rest)
     if stage == "init":  # discovers the cluster and writes its inventory: no pytest, no inventory
         from gb10check.init_command import main as init_main
 
@@ -271,7 +280,7 @@ def _main(args: list[str]) -> int:
         return sim_main(rest, prog="gb10check sim")
     if stage not in STAGES:
         _parser().print_usage(sys.stderr)
-        known = ["init", *STAGES, "plan", "explain", "sim", "completion"]
+        known = ["init", *STAGES, "plan", "explain", "known-issues", "sim", "completion"]
         print(
             f"gb10check: unknown stage {stage!r}; one of {', '.join(known)}",
             file=sys.stderr,

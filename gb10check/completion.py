@@ -76,8 +76,8 @@ def _stage_words() -> Words:
 
 
 def commands() -> dict[str, Words]:
-    """Each command's words: the stages', init's, plan's, explain's, sim's and this one's."""
-    from gb10check import cli, explain, init_command, plan_command
+    """Each command's words: the stages', init's, plan's, explain's, known-issues', sim's and this one's."""
+    from gb10check import cli, explain, init_command, known_issues_command, plan_command
     from sim.scenario import builtin_names
 
     stage = _stage_words()
@@ -85,6 +85,7 @@ def commands() -> dict[str, Words]:
     out["init"] = _from_argparse(init_command._parser())
     out["plan"] = _from_argparse(plan_command._parser())
     out["explain"] = _from_argparse(explain._parser())
+    out["known-issues"] = _from_argparse(known_issues_command._parser())
     out["sim"] = Words(words=["up", "list", "clean"])
     out["completion"] = Words(words=list(SHELLS))
     out["scenarios"] = Words(words=builtin_names())

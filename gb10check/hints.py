@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from gb10check import known_issues
 from gb10check.errors import HintCatalogueError
 from gb10check.hint_context import FIELDS, Context, fields_in, render_command
 from gb10check.parsers import bounded_chunks
@@ -117,7 +118,9 @@ class Catalogue:
         self._hints = dict(hints)
 
     @classmethod
-    def load(cls, extra_files: Iterable[Path] = ()) -> Catalogue:
+    def load(cls, extra_files: Iterable[Path] = (), known_issue_files: Iterable[Path] = ()) -> Catalogue:
+        """The builtin hints and the site's (--hints), then one hint per known issue (gb10check/known_issues.py:
+        the builtin catalogue and the site's --known-issues files), its id the entry's."""
         builtin = resources.files("gb10check").joinpath("hints.toml").read_text(encoding="utf-8")
         hints = parse_catalogue(builtin, "gb10check/hints.toml")
         for path in extra_files:
@@ -126,6 +129,21 @@ class Catalogue:
             except OSError as exc:
                 raise HintCatalogueError(f"--hints {path}: cannot read: {exc.strerror}") from exc
             hints.update(parse_catalogue(text, str(path)))
+        for issue in known_issues.load(known_issue_files):
+            if issue.id in hints and hints[issue.id].source != issue.file:
+                raise HintCatalogueError(
+                    f"{issue.file}: known_issue {issue.id!r} has the id of the hint in {hints[issue.id].source}: "
+                    "give it another"
+                )
+            sources = "; ".join(s.shown for s in issue.sources)
+            raw = {
+                "title": issue.title,
+                "cause": f"{issue.what} (known issue, from {sources})",
+                "fix": issue.fix,
+                "commands": list(issue.commands),
+                "symptoms": [],
+            }
+            hints[issue.id] = _entry(issue.id, raw, issue.file)
         return cls(hints)
 
     def __contains__(self, hint_id: object) -> bool:

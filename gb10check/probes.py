@@ -32,9 +32,11 @@ from gb10check.parsers.framed import FileRead, framed_files_command, parse_frame
 from gb10check.parsers.getent import parse_getent_hosts
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.host_release import (
+    NO_DGX_RELEASE,
     Bios,
     OsRelease,
     parse_bios,
+    parse_dgx_release,
     parse_fw_versions,
     parse_kernel_release,
     parse_os_release,
@@ -79,6 +81,7 @@ __all__ = [
     "CONTAINER_PROCESSES",
     "CX_FIRMWARE",
     "DEFAULT_NAMES",
+    "DGX_RELEASE",
     "DOCKER_IMAGES",
     "DOCKER_INFO",
     "DOCKER_LOGS",
@@ -444,6 +447,12 @@ BIOS: Read[Bios] = Read("bios", _always("cat /sys/class/dmi/id/bios_version /sys
 CX_FIRMWARE: Read[dict[str, str]] = Read(
     "cx_firmware", _always("grep -H . /sys/class/infiniband/*/fw_ver"), parse_fw_versions
 )
+# DGX OS's release (tests_preflight/test_known_issues.py); a system without the file is no DGX OS
+DGX_RELEASE: Read[str | None] = Read(
+    "dgx_release",
+    _always(f"if [ -e /etc/dgx-release ]; then cat /etc/dgx-release; else echo {q(NO_DGX_RELEASE)}; fi"),
+    parse_dgx_release,
+)
 
 # -- the wire (the cabling, proven): who answers each peer's address on each rail -------------------
 
@@ -536,6 +545,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     OS_RELEASE,
     BIOS,
     CX_FIRMWARE,
+    DGX_RELEASE,
     NEIGHBOURS,
     IP_FORWARD,
     FORWARD_CHAIN,

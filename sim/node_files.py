@@ -32,6 +32,7 @@ from sim.tables import merge
 __all__ = [
     "BOOT_KERNEL",
     "BOOT_LOG",
+    "DGX_RELEASE",
     "GID_SLOTS",
     "LOGIND_CONF",
     "OS_RELEASE",
@@ -233,6 +234,21 @@ LOGO=ubuntu-logo
 """
 
 
+# DGX OS's /etc/dgx-release: os-release's shape, the DGX_* keys a DGX system carries (the install's build and
+# version, the platform, the serial number, then what its updates brought it to); the values are the sim's own
+DGX_RELEASE = """DGX_NAME="DGX Spark"
+DGX_PRETTY_NAME="NVIDIA DGX Spark"
+DGX_SWBUILD_DATE="2025-09-10-13-50-03"
+DGX_SWBUILD_VERSION="7.2.3"
+DGX_COMMIT_ID="4b2c1f0"
+DGX_PLATFORM="DGX Server for DGX Spark"
+DGX_SERIAL_NUMBER="1970125000042"
+
+DGX_OTA_VERSION="{version}"
+DGX_OTA_DATE="Thu 12 Feb 2026 09:14:02 AM UTC"
+"""
+
+
 def _write_host_release(node: SimNode, ports: list[dict[str, Any]]) -> None:
     """What the node runs and boots from (nodes.<name>.host): the kernel release the boot script mounts over
     /proc/sys/kernel/osrelease, /etc/os-release in its own /etc (a scenario's etc_files may replace it), the
@@ -250,6 +266,8 @@ def _write_host_release(node: SimNode, ports: list[dict[str, Any]]) -> None:
     (dmi / "bios_date").write_text(host.bios_date + "\n")
     for port in ports:
         (d / "sys" / "class" / "infiniband" / port["rdma_device"] / "fw_ver").write_text(host.cx_firmware + "\n")
+    if host.dgx_os is not None:
+        deploy.place(d / "fs", "/etc/dgx-release").write_text(DGX_RELEASE.format(version=host.dgx_os))
 
 
 # mlx5 when the port has no carrier: DOWN, Disabled, and its 4X QDR placeholder rate
@@ -391,6 +409,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
         node.spec.docker.model_dump(exclude_unset=True, exclude={"log", "log_extra", "log_long_line", "nccl_library"}),
     )
     state["nccl_library"] = _nccl_library(node, scenario)
+    state["mlx5_dmabuf"] = node.spec.docker.mlx5_dmabuf
     image_env = state.pop("image_env", None)
     if image_env is not None:
         for image in state["images"]:

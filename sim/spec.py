@@ -123,6 +123,8 @@ class Docker(_Spec):
     log_extra: list[str] = []  # lines after the container's log (a healthy start's, or `log`)
     log_long_line: LongLine | None = None  # one line that long after them, stamped (a file cannot hold it)
     nccl_library: NcclLibrary = NcclLibrary()  # the libnccl the container loads (skew across the nodes)
+    # whether the image's libmlx5 (rdma-core) exports mlx5dv_reg_dmabuf_mr (NCCL's GPU Direct RDMA needs it)
+    mlx5_dmabuf: bool = True
 
 
 class Ufw(_Spec):
@@ -172,6 +174,8 @@ class Host(_Spec):
     bios_version: str = Field("2.1.0", min_length=1)  # /sys/class/dmi/id/bios_version
     bios_date: str = Field("08/14/2025", pattern=r"^\d\d/\d\d/\d{4}$")  # /sys/class/dmi/id/bios_date
     cx_firmware: str = Field("28.45.1020", pattern=r"^\d+\.\d+\.\d+$")  # every RDMA device's fw_ver
+    # DGX OS's release, /etc/dgx-release's DGX_OTA_VERSION (installed as 7.2.3); null: no such file (no DGX OS)
+    dgx_os: str | None = Field("7.4.0", pattern=r"^\d+(\.\d+)+$")
 
 
 class Node(_Spec):
@@ -359,7 +363,7 @@ class Deployment(_Spec):
     running: bool = True  # the containers run on every node (after `docker compose up`); false: before start
     nccl_transport: Literal["IB", "Socket"] = "IB"  # what NCCL logged it uses
     eager: bool = False  # vLLM runs without CUDA graphs (the log's config dump says enforce_eager=True)
-    nccl_version: str = Field("2.27.7", pattern=r"^\d+\.\d+\.\d+$")  # what every rank logs: vLLM is using nccl==
+    nccl_version: str = Field("2.29.7", pattern=r"^\d+\.\d+\.\d+$")  # what every rank logs: vLLM is using nccl==
 
 
 class Expect(_Spec):

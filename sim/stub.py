@@ -24,6 +24,7 @@ __all__ = [
     "INFO_NO_SERVER",
     "LANGUAGE_TOOLS",
     "MISMATCH",
+    "MLX5_MARK",
     "NCCL_MARK",
     "NCCL_TABLE_HEAD",
     "NO_CONNECT",
@@ -338,6 +339,7 @@ def _processes(c: dict[str, Any]) -> str:
 
 
 NCCL_MARK = "gb10check-nccl"  # gb10check/parsers/nccl_library.py's script, as that script prints it
+MLX5_MARK = "gb10check-mlx5"  # its first line: the container's libmlx5, with or without the dma-buf symbol
 
 
 def _nccl_library(d: dict[str, Any], running: bool) -> tuple[str, str, int]:
@@ -345,7 +347,11 @@ def _nccl_library(d: dict[str, Any], running: bool) -> tuple[str, str, int]:
     else where torch finds it (its wheel) or the system's (ldconfig); sha256sum's line; NCCL's version string."""
     lib = d["nccl_library"]
     how = "loaded" if running else "torch" if "/nvidia/nccl/lib/" in lib["path"] else "ldconfig"
-    return f"{NCCL_MARK} {how} {lib['path']}\n{lib['sha256']}  {lib['path']}\nNCCL version {lib['version']}\n", "", 0
+    mlx5 = (
+        f"{MLX5_MARK} {'dmabuf' if d.get('mlx5_dmabuf', True) else 'no-dmabuf'} /usr/lib/aarch64-linux-gnu/libmlx5.so.1"
+    )
+    nccl = f"{NCCL_MARK} {how} {lib['path']}\n{lib['sha256']}  {lib['path']}\nNCCL version {lib['version']}\n"
+    return f"{mlx5}\n{nccl}", "", 0
 
 
 def _without_options(words: list[str], takes_value: tuple[str, ...]) -> list[str]:

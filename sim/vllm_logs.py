@@ -39,7 +39,7 @@ def startup_log(
     devices: list[str],
     oob: str,
     eager: bool = False,
-    nccl_version: str = "2.27.7",
+    nccl_version: str = "2.29.7",
     retune: float = 0.0,
 ) -> list[Line]:
     """The container's log of a healthy start on this rank of `world`: weights 850.66 s on rank 0 and

@@ -1,10 +1,14 @@
 """Fixtures the preflight checks share."""
 
+import shlex
+
 import pytest
 
 from gb10check import probes
 from gb10check.errors import ServiceError
 from gb10check.facts import container
+from gb10check.in_container import read_in_containers
+from gb10check.parsers import nccl_library
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +51,19 @@ def nvidia_smi(node, inventory, skip_if_starting):
     if res.timed_out:
         skip_if_starting(f"nvidia-smi (bound {inventory.thresholds.nvidia_smi_timeout:g} s)")
     return res
+
+
+@pytest.fixture(scope="session")
+def container_libraries(cluster, inventory, deployment):
+    """Per node: the libnccl the container loads and its libmlx5 (gb10check/parsers/nccl_library.py), read with
+    one docker command per node (exec into the running container, else a throwaway run of the image)."""
+    return read_in_containers(
+        cluster,
+        inventory,
+        deployment,
+        what="its NCCL library",
+        program="sh",
+        args=lambda _snap, _node: "-c " + shlex.quote(nccl_library.SCRIPT),
+        accept_rc=(0,),
+        parse=nccl_library.parse_container_libraries,
+    )

@@ -1,7 +1,6 @@
 """Skew across the nodes: what every node must run alike, one check per fact, each node's value
 recorded pass or fail (a fact per node: summary.json and the reports show the table when all agree)."""
 
-import shlex
 from collections.abc import Callable
 
 import pytest
@@ -10,8 +9,6 @@ from gb10check import probes
 from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import GB10Error
 from gb10check.facts import loaded_module
-from gb10check.in_container import read_in_containers
-from gb10check.parsers import nccl_library
 from gb10check.parsers.host_release import firmware_shown
 from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
 from gb10check.snapshot import Snapshot
@@ -117,34 +114,18 @@ def test_nvidia_driver_same_on_every_node(cluster, inventory, evidence):
     )
 
 
-@pytest.fixture(scope="session")
-def nccl_libraries(cluster, inventory, deployment):
-    """Per node: the libnccl the container loads (gb10check/parsers/nccl_library.py), read with one
-    docker command per node (exec into the running container, else a throwaway run of the image)."""
-    return read_in_containers(
-        cluster,
-        inventory,
-        deployment,
-        what="its NCCL library",
-        program="sh",
-        args=lambda _snap, _node: "-c " + shlex.quote(nccl_library.SCRIPT),
-        accept_rc=(0,),
-        parse=nccl_library.parse_nccl_library,
-    )
-
-
 @pytest.mark.hints("nccl-library-differs")
-def test_nccl_library_same_on_every_node(inventory, nccl_libraries, evidence):
+def test_nccl_library_same_on_every_node(inventory, container_libraries, evidence):
     """The container's NCCL library the same on every node.
 
     The NCCL library vLLM loads in the container (its version and a hash of the file) is the same on
     every node: a pip-bundled and a system NCCL may report one version and be different binaries."""
     libraries = {}
     for spec in sorted(inventory.nodes, key=lambda n: n.rank):
-        found = nccl_libraries[spec.name]
+        found = container_libraries[spec.name]
         if isinstance(found, GB10Error):
             raise found
-        libraries[spec.name] = found
+        libraries[spec.name] = found.nccl
     none = [name for name, lib in libraries.items() if lib is None]
     evidence.expect(
         not none,

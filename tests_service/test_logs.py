@@ -7,6 +7,7 @@ no NCCL version known to deadlock with CUDA graphs. When the API is down, these 
 
 import pytest
 
+from fixtures.hints import KNOWN_ISSUES
 from gb10check import probes
 from gb10check.diagnosis import startup_findings, stopped
 from gb10check.errors import GB10Error
@@ -25,8 +26,9 @@ from gb10check.parsers.vllm_log import (
 
 pytestmark = pytest.mark.service
 
-# NCCL 2.28.9 could deadlock under CUDA graphs across nodes; 2.30.4 fixed it
-NCCL_GRAPH_DEADLOCK = ((2, 28, 9), (2, 30, 4))
+# the known issue (gb10check/known_issues.toml) whose NCCL versions this check reads from the log: NCCL 2.28.9
+# deadlocks cross-node collectives captured in CUDA graphs (2.30.4 fixed it)
+NCCL_GRAPH_DEADLOCK = "nccl-2-28-9-cuda-graph-deadlock"
 ALIVE_HINTS = ("rank-wedged",)  # test_rank_alive's findings: the log check leaves them to it
 
 
@@ -134,25 +136,26 @@ def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence
     )
 
 
-def _version(text):
-    return tuple(int(p) for p in text.split(".")[:3])
-
-
 @pytest.mark.hints("nccl-cudagraph-deadlock")
-def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence):
-    """No known-bad NCCL version with the graph mode in force."""
+def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence, request):
+    """No known-bad NCCL version with the graph mode in force.
+
+    The NCCL versions are the known-issues catalogue's (its entry nccl-2-28-9-cuda-graph-deadlock), the
+    version and the graph mode what the running ranks logged."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     version = nccl_version(lines)
     if version is None:
         pytest.skip(f"{node.name}'s log does not name the NCCL version (`vLLM is using nccl==` is logged at startup)")
     evidence.fact("nccl_version", version)
+    entry = next((e for e in request.config.stash[KNOWN_ISSUES] if e.id == NCCL_GRAPH_DEADLOCK), None)
+    versions = next((c for c in entry.match if c.fact == "nccl"), None) if entry is not None else None
+    if entry is None or versions is None:
+        pytest.skip(f"the known-issues catalogue has no entry {NCCL_GRAPH_DEADLOCK} naming NCCL versions")
     mode, whose = _graph_mode(node, lines, service_snapshots)
-    low, high = NCCL_GRAPH_DEADLOCK
-    graphs = uses_graphs(mode)
     evidence.expect(
-        not (low <= _version(version) < high and graphs),
+        not (versions.holds(version) and uses_graphs(mode)),
         what="NCCL version with the graph mode in force",
-        expected="not 2.28.9 up to 2.30.3 with CUDA graphs (a deadlock fixed in 2.30.4)",
+        expected=f"not NCCL {versions.text} with CUDA graphs ({entry.title}: known issue {entry.id})",
         found=f"nccl {version}, graph mode {mode or 'not logged on any rank'}{whose}",
     )
 

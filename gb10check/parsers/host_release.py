@@ -1,6 +1,7 @@
 """What a node runs and boots from, as the kernel and the OS state it: the kernel release
 (/proc/sys/kernel/osrelease, what `uname -r` prints), the OS release (/etc/os-release), the BIOS
-(/sys/class/dmi/id, readable without root) and the ConnectX firmware (/sys/class/infiniband/*/fw_ver).
+(/sys/class/dmi/id, readable without root), the ConnectX firmware (/sys/class/infiniband/*/fw_ver) and
+DGX OS's release (/etc/dgx-release, absent on other systems).
 Pure: text in, values out, ParseError with the excerpt otherwise."""
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from gb10check.errors import ParseError
 from gb10check.parsers.framed import parse_word
 
 __all__ = [
+    "NO_DGX_RELEASE",
     "Bios",
     "OsRelease",
     "firmware_shown",
     "parse_bios",
+    "parse_dgx_release",
     "parse_fw_versions",
     "parse_kernel_release",
     "parse_os_release",
@@ -42,8 +45,15 @@ class OsRelease:
 _ASSIGNMENT = re.compile(r"([A-Z][A-Z0-9_]*)=(.*)")
 
 
-def parse_os_release(text: str) -> OsRelease:
+def parse_os_release(text: str, what: str = "/etc/os-release") -> OsRelease:
     """os-release(5): `KEY=value` lines, values shell-quoted, `#` comments and blank lines ignored."""
+    fields = _assignments(text, what)
+    if not any(k in fields for k in ("PRETTY_NAME", "NAME", "ID")):
+        raise ParseError(what, "no PRETTY_NAME, NAME or ID", text)
+    return OsRelease(fields)
+
+
+def _assignments(text: str, what: str) -> dict[str, str]:
     fields: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
@@ -51,15 +61,32 @@ def parse_os_release(text: str) -> OsRelease:
             continue
         m = _ASSIGNMENT.fullmatch(line)
         if m is None:
-            raise ParseError("/etc/os-release", f"not KEY=value: {line[:80]!r}", text)
+            raise ParseError(what, f"not KEY=value: {line[:80]!r}", text)
         try:
             words = shlex.split(m[2])
         except ValueError as exc:
-            raise ParseError("/etc/os-release", f"{m[1]}: {exc}", text) from None
+            raise ParseError(what, f"{m[1]}: {exc}", text) from None
         fields[m[1]] = " ".join(words)
-    if not any(k in fields for k in ("PRETTY_NAME", "NAME", "ID")):
-        raise ParseError("/etc/os-release", "no PRETTY_NAME, NAME or ID", text)
-    return OsRelease(fields)
+    return fields
+
+
+# what the read prints on a system without /etc/dgx-release (not DGX OS)
+NO_DGX_RELEASE = "gb10check: no /etc/dgx-release"
+
+
+def parse_dgx_release(text: str) -> str | None:
+    """DGX OS's version from /etc/dgx-release (os-release's KEY="value" shape): DGX_OTA_VERSION, the release
+    its updates brought it to, else DGX_SWBUILD_VERSION, the release it was installed as; None on a system
+    without the file (the read prints NO_DGX_RELEASE). Only those two keys are kept: the file also holds the
+    system's serial number."""
+    if text.strip() == NO_DGX_RELEASE:
+        return None
+    text = "\n".join(line for line in text.splitlines() if "SERIAL" not in line)  # never quoted in an error
+    fields = _assignments(text, "/etc/dgx-release")
+    version = fields.get("DGX_OTA_VERSION") or fields.get("DGX_SWBUILD_VERSION")
+    if not version or not re.fullmatch(r"\d+(\.\d+)+", version):
+        raise ParseError("/etc/dgx-release", "no DGX_OTA_VERSION or DGX_SWBUILD_VERSION of the form 7.5.0", text)
+    return version
 
 
 @dataclass(frozen=True)

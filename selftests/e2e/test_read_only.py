@@ -63,6 +63,8 @@ READS = [
     # skew across the nodes: the BIOS's two DMI files and every RDMA device's firmware (reviewed as written)
     re.escape(probes.BIOS.command(None)),  # type: ignore[arg-type]
     re.escape(probes.CX_FIRMWARE.command(None)),  # type: ignore[arg-type]
+    # the known issues: DGX OS's release file, where there is one (reviewed as written)
+    re.escape(probes.DGX_RELEASE.command(None)),  # type: ignore[arg-type]
     # the NCCL library the running container loads: /proc/*/maps, ldconfig -p, sha256sum, grep (reviewed as written)
     rf"docker exec {C_LOCALE} {PATH} sh -c " + re.escape(shlex.quote(nccl_library.SCRIPT)),
     # `gb10check plan --running`: the running container's processes, /proc/PID/cmdline and environ, base64

@@ -79,9 +79,9 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
     assert {k: here[k] for k in ("connections", "commands", "snapshot_probes")} == {
         "connections": 0,
         "commands": 1,
-        "snapshot_probes": 31,  # the reads of a local node without a deployment (no compose, logs, image)
+        "snapshot_probes": 32,  # the reads of a local node without a deployment (no compose, logs, image)
     }
-    assert len(here["sent"]) == 31 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
+    assert len(here["sent"]) == 32 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
 
 
 def test_symptom_in_output_attaches_a_hint_the_test_did_not_name(suite):
@@ -148,7 +148,7 @@ def test_header_shows_the_settings_in_force(suite):
             "gb10check: nodes here (rank 0, local)",
             "gb10check: ssh connect_timeout=5s host_key_policy=known_hosts; command_timeout=10s "
             "nvidia_smi_timeout=10s docker_run_timeout=120s; reports out",
-            "gb10check: hints builtin",
+            "gb10check: hints builtin; known issues builtin",
         ]
     )
 
