@@ -39,12 +39,12 @@ from gb10check.textfile import read_text
 
 __all__ = [
     "BUILTIN",
-    "Condition",
     "FACTS",
+    "OUTCOMES",
+    "Condition",
     "Fact",
     "Judged",
     "KnownIssue",
-    "OUTCOMES",
     "Source",
     "judge",
     "load",

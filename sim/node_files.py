@@ -266,7 +266,7 @@ def _write_host_release(node: SimNode, ports: list[dict[str, Any]]) -> None:
     (dmi / "bios_date").write_text(host.bios_date + "\n")
     for port in ports:
         (d / "sys" / "class" / "infiniband" / port["rdma_device"] / "fw_ver").write_text(host.cx_firmware + "\n")
-    if host.dgx_os is not None:
+    if host.dgx_os != "none":
         deploy.place(d / "fs", "/etc/dgx-release").write_text(DGX_RELEASE.format(version=host.dgx_os))
 
 

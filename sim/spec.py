@@ -174,8 +174,8 @@ class Host(_Spec):
     bios_version: str = Field("2.1.0", min_length=1)  # /sys/class/dmi/id/bios_version
     bios_date: str = Field("08/14/2025", pattern=r"^\d\d/\d\d/\d{4}$")  # /sys/class/dmi/id/bios_date
     cx_firmware: str = Field("28.45.1020", pattern=r"^\d+\.\d+\.\d+$")  # every RDMA device's fw_ver
-    # DGX OS's release, /etc/dgx-release's DGX_OTA_VERSION (installed as 7.2.3); null: no such file (no DGX OS)
-    dgx_os: str | None = Field("7.4.0", pattern=r"^\d+(\.\d+)+$")
+    # DGX OS's release, /etc/dgx-release's DGX_OTA_VERSION (installed as 7.2.3); "none": no such file (no DGX OS)
+    dgx_os: str = Field("7.4.0", pattern=r"^(none|\d+(\.\d+)+)$")
 
 
 class Node(_Spec):

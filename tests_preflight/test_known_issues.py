@@ -4,6 +4,7 @@
 import pytest
 
 from fixtures.hints import KNOWN_ISSUES
+from gb10check import probes
 from gb10check.known_issue_facts import node_facts
 from gb10check.known_issues import judge
 
@@ -39,10 +40,12 @@ def test_no_known_issue(node, cluster, inventory, known_issues, evidence, reques
     the image's driver and whether vLLM captures CUDA graphs, against every entry of the known-issues
     catalogue: an entry whose outcome is failure fails with its fix and its sources; one that costs speed is
     an advisory, a risk the node cannot confirm is advice; an entry a missing fact leaves unjudged skips."""
+    snap = node.snapshot()
+    snap.raw(probes.KERNEL_RELEASE)  # a node that could not be asked fails with its own error (node-unreachable)
     deployed = inventory.deployment is not None
     libraries = request.getfixturevalue("container_libraries")[node.name] if deployed else None
     facts = node_facts(
-        node.snapshot(),
+        snap,
         deployed=deployed,
         libraries=libraries,
         plan=_plan(cluster, inventory, node.name) if deployed else None,

@@ -13,13 +13,15 @@ from types import SimpleNamespace
 import pytest
 
 from gb10check import known_issues_command
-from gb10check.errors import HintCatalogueError, ParseError
+from gb10check.errors import GB10Error, HintCatalogueError, ParseError
 from gb10check.hints import Catalogue
-from gb10check.known_issue_facts import cuda_graphs, image_driver, nccl_from
+from gb10check.known_issue_facts import cuda_graphs, image_driver, nccl_from, node_facts
 from gb10check.known_issues import FACTS, Condition, judge, load, parse_known_issues, version_key
 from gb10check.launch.vllm_args import parse_vllm
 from gb10check.parsers.host_release import NO_DGX_RELEASE, parse_dgx_release
 from gb10check.parsers.nccl_library import SCRIPT, parse_container_libraries
+from gb10check.snapshot import Snapshot
+from gb10check.transport import CommandResult
 
 PROJECT = Path(__file__).resolve().parents[2]
 ENTRY = """[[known_issue]]
@@ -236,3 +238,36 @@ def test_the_command_lists_every_entry_and_its_facts(capsys, tmp_path):
     site.write_text(ENTRY.replace("kernel =", "kernal ="))
     assert known_issues_command.main(["--known-issues", str(site)]) == 4
     assert "unknown fact 'kernal'" in capsys.readouterr().err
+
+
+def _snapshot(**stdout: str) -> Snapshot:
+    return Snapshot("n1", {name: CommandResult(name, 0, text, "", 0.1, False) for name, text in stdout.items()})
+
+
+HOST = {
+    "proc_driver_version": "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.173.02  Release Build  "
+    "(dvs-builder@U22-I3-AF03-09-1)  Tue Jun 23 08:38:17 UTC 2026\nGCC version:  gcc version 13.3.0\n",
+    "kernel_release": "6.17.0-1008-nvidia\n",
+    "os_release": 'PRETTY_NAME="Ubuntu 24.04.3 LTS"\nID=ubuntu\n',
+    "dgx_release": NO_DGX_RELEASE + "\n",
+    "cx_firmware": "/sys/class/infiniband/rocep1s0f0/fw_ver:28.45.4028\n"
+    "/sys/class/infiniband/rocep1s0f1/fw_ver:28.45.4028\n",
+}
+
+
+def test_a_nodes_facts_from_its_snapshot_what_it_lacks_and_what_could_not_be_read():
+    """No DGX OS (no /etc/dgx-release) is None, so DGX OS 7.5.0's entry cannot match; no deployment: no image
+    facts at all; a container that could not be read leaves its facts missing, with why."""
+    facts = node_facts(_snapshot(**HOST), deployed=False, libraries=None, plan=None)
+    assert facts.values["driver"] == "580.173.02" and facts.values["kernel"] == "6.17.0-1008-nvidia"
+    assert facts.values["dgx_os"] is None and facts.values["cx_firmware"] == ["28.45.4028"]
+    assert facts.values["nccl"] is None and facts.missing == {}
+    judged = judge(load(), facts.values, facts.missing)
+    assert [e.id for e, _ in judged.matched] == ["kernel-6-17-0-1008-panics"] and judged.unjudged == ()
+    snap = _snapshot(**HOST)
+    snap.results["image_inspect"] = CommandResult("image_inspect", 1, "[]\n", "Error: No such image: v\n", 0.1, False)
+    down = node_facts(snap, deployed=True, libraries=GB10Error("n1: docker: daemon down"), plan=None)
+    assert down.missing["nccl"] == "n1: docker: daemon down"
+    assert down.missing["image_driver"] == "the deployment's image is not on the node"
+    assert down.missing["cuda_graphs"] == "no launch plan was read"
+    assert {e.id for e, _ in judge(load(), down.values, down.missing).unjudged} >= {"nccl-2-28-9-pip-wheel-wedge"}
