@@ -2,8 +2,10 @@
 pasted from an issue thread) read by the service stage's own reader (gb10check/parsers/vllm_log.py) and
 judged by its own rules (gb10check/diagnosis.py): the troubleshooting rows it shows, each with the line
 that shows it and what to do; how far the start got; NCCL's network and channels; the rank that stopped
-first. Offline: no inventory, no node. Never refuses a log (no timestamps, Compose, Ray or vLLM prefixes,
-colours, a terminal's wrapping): a text that is no vLLM log reads as one that shows nothing.
+first; the known issues (gb10check/known_issues.toml) whose every fact a log can show (NCCL's version,
+the CUDA graph mode, NCCL's failed dma-buf probe). Offline: no inventory, no node. Never refuses a log
+(no timestamps, Compose, Ray or vLLM prefixes, colours, a terminal's wrapping): a text that is no vLLM
+log reads as one that shows nothing.
 
 Exit status: 0 no row matched, 1 a row matched, 4 the file could not be read or an option was wrong.
 """
@@ -20,6 +22,8 @@ from gb10check.diagnosis import findings_in
 from gb10check.errors import GB10Error
 from gb10check.hint_context import render_command
 from gb10check.hints import Catalogue
+from gb10check.known_issues import KnownIssue, judge
+from gb10check.known_issues import load as load_known_issues
 from gb10check.neutralise import neutralise, neutralise_tree
 from gb10check.parsers.vllm_log import (
     LogLine,
@@ -27,13 +31,16 @@ from gb10check.parsers.vllm_log import (
     milestones,
     nccl_channels,
     nccl_version,
+    nccl_version_at,
+    no_dmabuf_at,
     parse_docker_log,
     stops,
     tuning,
+    uses_graphs,
 )
 from gb10check.redact import redact
 
-__all__ = ["MAX_BYTES", "Explanation", "Row", "explain", "main", "render"]
+__all__ = ["MAX_BYTES", "Explanation", "Row", "explain", "known_issues_in", "main", "render"]
 
 MAX_BYTES = 64 * 1024 * 1024  # a log bigger than this is read from its last MAX_BYTES (as --tail does)
 
@@ -68,15 +75,41 @@ def _row(catalogue: Catalogue, hint: str, line: LogLine | None, text: str) -> Ro
     return Row(hint, h.title, line.number if line else 0, text, line.process if line else None, h.fix, commands)
 
 
-def explain(text: str, source: str, catalogue: Catalogue) -> Explanation:
+def known_issues_in(lines: list[LogLine], entries: list[KnownIssue]) -> list[tuple[KnownIssue, int]]:
+    """The known issues a log alone shows: those whose every fact it names (NCCL's version, the graph mode in
+    force, NCCL's failed dma-buf probe), each with the line of its first fact. An entry needing a fact no log
+    shows (where NCCL's library comes from, the kernel) is left to preflight, which reads the node."""
+    facts: dict[str, str | list[str] | None] = {}
+    at: dict[str, int] = {}
+    version = nccl_version_at(lines)
+    if version is not None:
+        at["nccl"], facts["nccl"] = version
+    mode = graph_mode(lines)
+    if mode is not None:
+        facts["cuda_graphs"] = "yes" if uses_graphs(mode) else "no"
+    dmabuf = no_dmabuf_at(lines)
+    if dmabuf is not None:
+        at["libmlx5_dmabuf"], facts["libmlx5_dmabuf"] = dmabuf, "no"
+    matched = judge(entries, facts, {}).matched
+    return [(e, min((at[c.fact] for c in e.match if c.fact in at), default=0)) for e, _ in matched]
+
+
+def explain(text: str, source: str, catalogue: Catalogue, known_issues: list[KnownIssue] | None = None) -> Explanation:
     lines = parse_docker_log(text)
     rows = []
     for f in findings_in(source, lines, catalogue):
         line = lines[f.index] if f.index is not None else None
         rows.append(_row(catalogue, f.hint, line, f.line))
+    advice = []
+    for entry, index in known_issues_in(lines, load_known_issues() if known_issues is None else known_issues):
+        if entry.outcome == "advice":  # a risk the log cannot confirm: a note, not a row
+            advice.append(f"advice, known issue {entry.id}: {entry.title} ({entry.fix})")
+        elif entry.id in catalogue and all(r.hint != entry.id for r in rows):
+            line = lines[index] if lines else None
+            rows.append(_row(catalogue, entry.id, line, redact(line.text) if line else ""))
     reached = milestones(lines)
     tuned = tuning(lines)
-    notes = []
+    notes = advice
     if tuned is not None and all(r.hint != "startup-retuning" for r in rows):
         rows.append(_row(catalogue, "startup-retuning", lines[tuned.index], redact(tuned.line)))
         notes.append("the log ends while the start compiles and tunes kernels: it is progressing, not hung")
@@ -135,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", default="-", help="the log file; - or nothing: standard input")
     p.add_argument("--json", action="store_true", help="the explanation as JSON, for tools")
     p.add_argument("--hints", action="append", default=[], metavar="FILE", help="your site's own hints, added")
+    p.add_argument(
+        "--known-issues", action="append", default=[], metavar="FILE", help="your site's own known issues, added"
+    )
     return p
 
 
@@ -163,11 +199,13 @@ def main(args: list[str]) -> int:
         print(f"gb10check explain: cannot read {opts.file}: {exc.strerror or exc}", file=sys.stderr)
         return 4
     try:
-        catalogue = Catalogue.load(Path(h) for h in opts.hints)
+        known = [Path(f).expanduser() for f in opts.known_issues]
+        catalogue = Catalogue.load([Path(h) for h in opts.hints], known)
+        entries = load_known_issues(known)
     except GB10Error as exc:
         print(f"gb10check explain: {exc}", file=sys.stderr)
         return 4
-    e = explain(text, "stdin" if opts.file == "-" else opts.file, catalogue)
+    e = explain(text, "stdin" if opts.file == "-" else opts.file, catalogue, entries)
     if opts.json:
         print(json.dumps(neutralise_tree(asdict(e)), indent=2))
     else:

@@ -38,6 +38,8 @@ __all__ = [
     "nccl_channels",
     "nccl_transport",
     "nccl_version",
+    "nccl_version_at",
+    "no_dmabuf_at",
     "parse_docker_log",
     "serving_since",
     "stops",
@@ -281,11 +283,27 @@ _NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\d+\.\d+\.\d+)|NCCL versi
 
 
 def nccl_version(lines: list[LogLine]) -> str | None:
-    for line in lines:
+    found = nccl_version_at(lines)
+    return found[1] if found else None
+
+
+def nccl_version_at(lines: list[LogLine]) -> tuple[int, str] | None:
+    """The first line that names NCCL's version (its index) and the version."""
+    for i, line in enumerate(lines):
         m = _NCCL_VERSION.search(line.text)
         if m:
-            return m["v"] or m["w"]
+            return i, m["v"] or m["w"]
     return None
+
+
+# NCCL's dlvsym probe of rdma-core's dma-buf registration, failed: it runs without GPU Direct RDMA (NVIDIA/nccl
+# issue #2213: `dlvsym failed on mlx5dv_reg_dmabuf_mr - /lib/aarch64-linux-gnu/libmlx5.so: undefined symbol`)
+_NO_DMABUF = re.compile(r"dlvsym failed on mlx5dv_reg_dmabuf_mr")
+
+
+def no_dmabuf_at(lines: list[LogLine]) -> int | None:
+    """The first line where NCCL says the container's libmlx5 lacks mlx5dv_reg_dmabuf_mr (its index)."""
+    return next((i for i, line in enumerate(lines) if _NO_DMABUF.search(line.text)), None)
 
 
 def meaningful_text(lines: list[LogLine]) -> str:

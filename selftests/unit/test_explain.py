@@ -126,3 +126,20 @@ def test_explain_exit_status(args, rc):
     assert out.returncode == rc, out.stderr
     if rc == 4 and args[0].startswith("/"):
         assert "cannot read /nonexistent.log" in out.stderr
+
+
+def test_the_known_issues_a_log_alone_shows_are_rows_and_advice_a_note():
+    """NCCL 2.28.9 with graphs captured and NCCL's failed dma-buf probe (NVIDIA/nccl #2213's line): the two
+    catalogue entries whose every fact a log names; the wheel's wedge needs where the library comes from,
+    which no log says (preflight reads it); NCCL before 2.29.3 is advice, a note."""
+    text = (
+        "(EngineCore_DP0 pid=93) INFO 12-07 10:00:01 [pynccl.py:111] vLLM is using nccl==2.28.9\n"
+        "(EngineCore_DP0 pid=93) INFO 12-07 10:00:02 [gpu_model_runner.py:4] Graph capturing finished in 12 secs\n"
+        "spark:1:1 [0] NCCL INFO dlvsym failed on mlx5dv_reg_dmabuf_mr - /lib/aarch64-linux-gnu/libmlx5.so: "
+        "undefined symbol: mlx5dv_reg_dmabuf_mr, version MLX5_1.25\n"
+    )
+    e = explain(text, "pasted", Catalogue.load())
+    assert [(r.hint, r.line) for r in e.rows] == [("nccl-2-28-9-cuda-graph-deadlock", 1), ("libmlx5-without-dmabuf", 3)]
+    assert any("nccl-before-2-29-3-arm-hang" in n for n in e.notes)
+    eager = text.replace("Graph capturing finished in 12 secs", "Cudagraph is disabled under eager mode")
+    assert [r.hint for r in explain(eager, "pasted", Catalogue.load()).rows] == ["libmlx5-without-dmabuf"]
