@@ -30,6 +30,8 @@ from gb10check.parsers.docker import (
 )
 from gb10check.parsers.framed import FileRead, framed_files_command, parse_framed_files, parse_word
 from gb10check.parsers.getent import parse_getent_hosts
+from gb10check.parsers.gpu_clocks import QUERY as GPU_CLOCKS_QUERY
+from gb10check.parsers.gpu_clocks import GpuClocks, parse_gpu_clocks
 from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
 from gb10check.parsers.host_release import (
     NO_DGX_RELEASE,
@@ -86,6 +88,7 @@ __all__ = [
     "DOCKER_INFO",
     "DOCKER_LOGS",
     "DOTENV",
+    "GPU_CLOCKS",
     "GROUPS",
     "HF_CONFIG",
     "HF_INDEX",
@@ -217,6 +220,11 @@ NVIDIA_SMI: Read[NvidiaSmiResult] = Read(
     parse_nvidia_smi_query,
     accept_rc=(0, 9, 18),
     bound=lambda t: t.nvidia_smi_timeout,
+)
+# the GPU's clocks, power, temperature and clock event reasons (tests_preflight/test_gpu_clocks.py; the decode
+# check samples it while it runs); its own read, so a field this nvidia-smi lacks never costs the driver checks
+GPU_CLOCKS: Read[GpuClocks] = Read(
+    "gpu_clocks", _always(GPU_CLOCKS_QUERY), parse_gpu_clocks, bound=lambda t: t.nvidia_smi_timeout
 )
 # -- the host ------------------------------------------------------------------------------------
 IBDEV2NETDEV: Read[tuple[RdmaPort, ...]] = Read("ibdev2netdev", _always("ibdev2netdev"), parse_ibdev2netdev)
@@ -508,6 +516,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     MODULE_VERSION,
     MODINFO_VERSION,
     NVIDIA_SMI,
+    GPU_CLOCKS,
     IBDEV2NETDEV,
     RDMA_PORTS,
     IP_ADDR,

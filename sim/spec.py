@@ -25,6 +25,7 @@ __all__ = [
     "Driver",
     "Expect",
     "FakeApi",
+    "Gpu",
     "Hf",
     "Host",
     "Image",
@@ -57,6 +58,23 @@ class Driver(_Spec):
     userspace: str = "580.173.02"
     cuda: str = "13.0"
     installed: str | None = None  # what modinfo reports (default: userspace)
+
+
+class Gpu(_Spec):
+    """nodes.<name>.gpu: what nvidia-smi's query says of the GPU's state (the idle figures of a GB10's
+    `nvidia-smi`: P8, 42 C, 4 W; the clocks are the sim's own); `reasons`: the clock event reasons
+    active (a HW thermal or power brake slowdown is a HW slowdown too); reported = false: every reason
+    [N/A], as a GPU that does not report them."""
+
+    pstate: str = Field("P8", pattern=r"^P\d{1,2}$")
+    sm_mhz: float = Field(208, ge=0)
+    max_sm_mhz: float = Field(2418, gt=0)
+    power_w: float = Field(4.45, ge=0)
+    temperature_c: float = Field(42, ge=0, le=150)
+    reasons: list[
+        Literal["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sw_power_cap"]
+    ] = []
+    reported: bool = True
 
 
 class Stub(_Spec):
@@ -185,6 +203,7 @@ class Node(_Spec):
     ssh_host: str | None = None  # what the inventory reaches it by (default: its LAN address)
     driver: Driver = Driver()
     gpu_uuid: str | None = None
+    gpu: Gpu = Gpu()  # the GPU's clocks, power, temperature and clock event reasons (nvidia-smi's query)
     meminfo: dict[str, int] = {}
     down: list[str] = []
     # ports with no carrier, both ends administratively up: the cable is out of this port (a direct

@@ -109,6 +109,7 @@ def nvidia_smi(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
             "memory.used": "[N/A]",
             "memory.total": "[N/A]",
             "uuid": state["gpu_uuid"],
+            **_gpu_state(state["gpu"], units="nounits" not in joined),
         }
         unknown = [f for f in fields if f not in values]
         if unknown:
@@ -121,6 +122,37 @@ def nvidia_smi(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         date = time.strftime("%a %b %e %H:%M:%S %Y")
         return GB10_TABLE.format(date=date, smi=drv["kernel"], drv=drv["kernel"], cuda=drv["cuda"]), "", 0
     return "", f"Invalid combination of input arguments: {joined}\n", 2
+
+
+# NVML's nvmlClocksEventReason* bits (nvml.h), as clocks_event_reasons.active prints their sum
+_REASON_BITS = {
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+}
+
+
+def _gpu_state(gpu: dict[str, Any], units: bool) -> dict[str, str]:
+    """The query's GPU-state fields as nvidia-smi prints them (with units unless `nounits`)."""
+    active = set(gpu["reasons"])
+    if active & {"hw_thermal_slowdown", "hw_power_brake_slowdown"}:
+        active.add("hw_slowdown")  # nvidia-smi: either is a HW slowdown
+    mask = sum(_REASON_BITS[r] for r in active) or 0x1  # nothing holds the clocks: the GPU is idle
+    mhz, watts = (" MHz", " W") if units else ("", "")
+    out = {
+        "pstate": gpu["pstate"],
+        "clocks.sm": f"{gpu['sm_mhz']:.0f}{mhz}",
+        "clocks.max.sm": f"{gpu['max_sm_mhz']:.0f}{mhz}",
+        "power.draw": f"{gpu['power_w']:.2f}{watts}",
+        "temperature.gpu": f"{gpu['temperature_c']:.0f}",
+        "clocks_event_reasons.active": f"0x{mask:016X}" if gpu["reported"] else "[N/A]",
+    }
+    for reason in _REASON_BITS:
+        said = ("Active" if reason in active else "Not Active") if gpu["reported"] else "[N/A]"
+        out[f"clocks_event_reasons.{reason}"] = said
+    return out
 
 
 def ibdev2netdev(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:

@@ -97,6 +97,31 @@ def answer(answers, evidence):
 
 
 @pytest.fixture(scope="session")
-def decode_reply(api, inventory, answers, findings):
-    """The decode-speed request, alone (after the others have finished: they would share its steps)."""
-    return _asked(api, asks.DECODE, inventory.service.served_model_name, findings)
+def decode_run(api, inventory, answers, findings, cluster):
+    """The decode-speed request, alone (after the others have finished: they would share its steps), and each
+    node's GPU state (clocks, power, clock event reasons) read while it runs: one round trip per node, sent
+    with the request (the round trip lands inside the decode; the request never waits for it)."""
+    model = inventory.service.served_model_name
+
+    def run(job):
+        name = job
+        if name is None:
+            return None, _asked(api, asks.DECODE, model, findings)
+        try:
+            return name, cluster[name].read_now((probes.GPU_CLOCKS,)).fact(probes.GPU_CLOCKS)
+        except GB10Error as exc:
+            return name, exc
+
+    results = dict(map_parallel(run, [None, *cluster.nodes], name="gb10check-decode"))
+    return results.pop(None), results
+
+
+@pytest.fixture(scope="session")
+def decode_reply(decode_run):
+    return decode_run[0]
+
+
+@pytest.fixture(scope="session")
+def decode_clocks(decode_run):
+    """Per node: its GPU state read while the decode request ran, or the error reading it."""
+    return decode_run[1]

@@ -32,7 +32,7 @@ READS = [
     rf'(cat|head -c \d+) {PATH}/snapshots/"\$\(cat {PATH}/refs/main\)"/{PATH}',
     rf"find {PATH} -printf {QUOTED}",
     r"modinfo -F version nvidia",
-    r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader",
+    r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader(,nounits)?",
     r"ibdev2netdev",
     r"ip -j -d addr",
     r"ip -j route",

@@ -79,9 +79,9 @@ def test_named_hint_reaches_the_crash_message_junit_and_troubleshooting(suite):
     assert {k: here[k] for k in ("connections", "commands", "snapshot_probes")} == {
         "connections": 0,
         "commands": 1,
-        "snapshot_probes": 32,  # the reads of a local node without a deployment (no compose, logs, image)
+        "snapshot_probes": 33,  # the reads of a local node without a deployment (no compose, logs, image)
     }
-    assert len(here["sent"]) == 32 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
+    assert len(here["sent"]) == 33 and "cat /proc/meminfo" in here["sent"]  # the audit: each probe sent
 
 
 def test_symptom_in_output_attaches_a_hint_the_test_did_not_name(suite):
