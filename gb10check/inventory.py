@@ -312,6 +312,7 @@ class Thresholds(_Strict):
     docker_run_timeout: float = Field(120.0, gt=0, le=1800)
     min_mem_available_gib: float = Field(100.0, ge=0)
     stop_mem_available_gib: float = Field(5.0, ge=0)
+    max_swap_used_gib: float = Field(1.0, ge=0)  # before start: swap in use means memory pressure already
     container_headroom_gib: float = Field(8.0, ge=0)
     min_distributed_timeout_s: float = Field(1800.0, gt=0)
     bandwidth_seconds: float = Field(5.0, gt=0, le=600)  # each ib_write_bw run (-D)

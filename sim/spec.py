@@ -46,7 +46,15 @@ DEPLOYMENT_USER = "lenovo"  # the field report's: what `id -un` prints on a node
 API_PORT = 20001  # the fake vLLM's port unless [service] port says otherwise
 # /proc/meminfo of a GB10 before vLLM starts, kB: MemTotal, little page cache (a scenario's meminfo adds to it);
 # CmaTotal: the 32 MiB CMA area of Ubuntu's arm64 kernel configuration (CONFIG_CMA_SIZE_MBYTES=32)
-MEMINFO = {"MemTotal": 124958720, "MemFree": 118400000, "MemAvailable": 120100000, "CmaTotal": 32768, "CmaFree": 30720}
+MEMINFO = {
+    "MemTotal": 124958720,
+    "MemFree": 118400000,
+    "MemAvailable": 120100000,
+    "SwapTotal": 16383996,  # a DGX Spark's 16 GiB swap file
+    "SwapFree": 16383996,
+    "CmaTotal": 32768,
+    "CmaFree": 30720,
+}
 
 
 class _Spec(BaseModel):

@@ -3,6 +3,7 @@
 import pytest
 
 from gb10check import probes
+from gb10check.errors import ParseError
 from gb10check.facts import container
 from gb10check.fit import GIB, gib
 
@@ -35,4 +36,25 @@ def test_memory_free_before_start(node, inventory, evidence):
         found=f"{gib(mem.fields['MemFree'])}, with {gib(cache)} in page cache",
         detail="drop the page cache before starting vLLM",
         hints=("page-cache-full",),
+    )
+
+
+@pytest.mark.hints("swap-in-use")
+def test_swap_not_in_use(node, inventory, evidence):
+    """Little or nothing in swap before start.
+
+    SwapTotal - SwapFree of /proc/meminfo within thresholds.max_swap_used_gib: swap in use is memory
+    pressure already, and loading a model that takes most of unified memory adds to it (the node swaps what
+    it touches and stalls)."""
+    mem = node.snapshot().fact(probes.MEMINFO)
+    used = mem.swap_used
+    if used is None:
+        raise ParseError("/proc/meminfo", "no SwapTotal or SwapFree line (every Linux kernel prints both)", "")
+    limit = int(inventory.thresholds.max_swap_used_gib * GIB)
+    evidence.figure("swap_used_gib", used / GIB)
+    evidence.expect(
+        used <= limit,
+        what="swap in use (SwapTotal - SwapFree)",
+        expected=f"<= {gib(limit)} (thresholds.max_swap_used_gib)",
+        found=f"{gib(used)} of {gib(mem.fields['SwapTotal'])} swap, MemAvailable {gib(mem.available)}",
     )

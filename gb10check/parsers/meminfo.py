@@ -30,6 +30,13 @@ class MemInfo:
     def page_cache(self) -> int:
         return self.fields.get("Cached", 0) + self.fields.get("Buffers", 0)
 
+    @property
+    def swap_used(self) -> int | None:
+        """SwapTotal - SwapFree (bytes); None where the kernel printed neither (no evidence either way)."""
+        if "SwapTotal" not in self.fields or "SwapFree" not in self.fields:
+            return None
+        return self.fields["SwapTotal"] - self.fields["SwapFree"]
+
 
 def parse_meminfo(text: str) -> MemInfo:
     fields: dict[str, int] = {}
