@@ -284,6 +284,9 @@ class Deployment(_Strict):
     image: str
     hf_cache: str
     launch: Launch = Launch()
+    # whether NCCL must run with GPU Direct RDMA on every HCA (the service stage reads NCCL's own word on it);
+    # unset: not asked (GB10's inbox rdma-core often runs without it: recorded, never failed)
+    gpu_direct_rdma: bool | None = None
 
     @model_validator(mode="after")
     def _started_somehow(self) -> Deployment:

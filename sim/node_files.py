@@ -527,6 +527,7 @@ def _startup(node: SimNode, scenario: Scenario, inventory: inv.Inventory, starte
         master=inventory.master_address or "",
         devices=_fabric_devices(node, inventory),
         oob=f"{control}:{inventory.control_address(node.name) or ''}",
+        dmabuf=node.spec.docker.mlx5_dmabuf,
     )
 
 

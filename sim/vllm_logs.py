@@ -41,12 +41,15 @@ def startup_log(
     eager: bool = False,
     nccl_version: str = "2.29.7",
     retune: float = 0.0,
+    dmabuf: bool = True,
 ) -> list[Line]:
     """The container's log of a healthy start on this rank of `world`: weights 850.66 s on rank 0 and
     300.79 s on each follower, engine init 73.57 s, graphs 5 s (the field report's figures). `host` is
     the node's hostname, `master` rank 0's address, `devices` the RDMA devices NCCL uses and `oob` its
     socket interface (netdev:address). `retune` seconds of kernel compilation and tuning follow the weights
-    (a first start after a topology change: retuning_lines)."""
+    (a first start after a topology change: retuning_lines). `dmabuf`: the image's libmlx5 exports
+    mlx5dv_reg_dmabuf_mr, so NCCL says GPU Direct RDMA (DMABUF) is enabled per HCA; else its dlvsym probe
+    fails and it says Disabled (a DGX Spark's NCCL 2.30.7 lines, selftests/data/commands)."""
     load = 850.66 if rank == 0 else 300.79
     engine = "(EngineCore_DP0 pid=187) " if rank == 0 else f"(Worker_TP{rank} pid=88) "
     lines: list[Line] = []
@@ -81,6 +84,13 @@ def startup_log(
     else:
         nccl = f"NET/Socket : Using [0]{oob}<0>"
     at(9.6, f"{host}:187:187 [0] NCCL INFO {nccl}")
+    if transport == "IB":
+        if not dmabuf:
+            at(9.6, f"{host}:187:187 [0] NCCL INFO dlvsym failed on mlx5dv_reg_dmabuf_mr - /lib/aarch64-linux-gnu/"
+               "libmlx5.so: undefined symbol: mlx5dv_reg_dmabuf_mr, version MLX5_1.25")  # fmt: skip
+        for i, device in enumerate(devices):
+            state = "(DMABUF) enabled" if dmabuf else "Disabled"
+            at(9.6, f"{host}:187:187 [0] NCCL INFO NET/IB : GPU Direct RDMA {state} for HCA {i} '{device}'")
     at(10.0, f"Starting to load model {model}...", "gpu_model_runner.py:3562")
     for noise in NOISE:
         at(10.2, noise)

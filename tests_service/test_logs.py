@@ -16,6 +16,7 @@ from gb10check.parsers.vllm_log import (
     expected_milestones,
     graph_mode,
     milestones,
+    nccl_gdr,
     nccl_transport,
     nccl_version,
     serving_since,
@@ -119,7 +120,12 @@ def test_log_names_no_known_fault(node, deployment, service_snapshots, findings,
 
 @pytest.mark.hints("nccl-using-sockets")
 def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence):
-    """NCCL runs over RDMA on the rail devices."""
+    """NCCL runs over RDMA on the rail devices.
+
+    Its NET/ line names IB and the node's rail devices. GPU Direct RDMA as NCCL says it per HCA
+    (`NET/IB : GPU Direct RDMA Disabled for HCA 0 'rocep1s0f1'`, `... (DMABUF) enabled for ...`; of the
+    transport the channels use where two say it) is recorded, and required where [deployment]
+    gpu_direct_rdma = true."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     found = nccl_transport(lines)
     if found is None:
@@ -128,11 +134,28 @@ def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence
         )
     devices = sorted(m.rdma_device for _, m in inventory.members_of(node.name))
     evidence.fact("nccl_transport", f"NET/{found.kind} {', '.join(found.devices)}")
+    gdr = nccl_gdr(lines)
+    if gdr is not None:
+        evidence.fact("nccl_gdr", gdr.shown())
     evidence.expect(
         found.kind == "IB" and sorted(found.devices) == devices,
         what="NCCL's network (its NET/ line)",
         expected=f"NET/IB on {', '.join(devices)}",
         found=found.line[:200],
+    )
+    if deployment.gpu_direct_rdma is not True:
+        return
+    off = sorted(h for h, on in gdr.hcas.items() if not on) if gdr is not None else []
+    evidence.expect(
+        gdr is not None and not off,
+        what="GPU Direct RDMA (NCCL's word per HCA)",
+        expected="enabled on every HCA ([deployment] gpu_direct_rdma = true)",
+        found=f"disabled on {', '.join(off)}: {gdr.lines[0][:200]}"
+        if gdr is not None and off
+        else gdr.shown()
+        if gdr is not None
+        else "not said in the log (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS including NET prints it)",
+        hints=("gdr-off",),
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "NOISE",
     "WRAP_MIN",
     "Channels",
+    "Gdr",
     "LogLine",
     "Milestone",
     "NcclTransport",
@@ -36,6 +37,7 @@ __all__ = [
     "meaningful_text",
     "milestones",
     "nccl_channels",
+    "nccl_gdr",
     "nccl_transport",
     "nccl_version",
     "nccl_version_at",
@@ -277,6 +279,70 @@ def nccl_channels(lines: list[LogLine]) -> Channels | None:
     if network is None and not via:
         return None
     return Channels(network, dict(via), shown)
+
+
+# NCCL's word on GPU Direct RDMA per HCA (its net transports' format strings: src/transport/net_ib.cc and the
+# RDMA plugin's, "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s'" with " (no module)" in older releases,
+# "GPU Direct RDMA (DMABUF) enabled for HCA", "(nvidia-peermem) enabled"); a channel over it ends "/GDRDMA"
+_GDR = re.compile(
+    r"(?P<net>NET/[^:]*?) ?: GPU Direct RDMA(?: \((?P<how>[\w-]+)\))? (?P<state>[Ee]nabled|[Dd]isabled) for HCA "
+    r"(?P<n>\d+) '(?P<dev>[^']+)'"
+)
+_GDR_CHANNEL = re.compile(r"\[(?:send|receive)\] via NET/\S*?/GDRDMA")
+
+
+@dataclass(frozen=True)
+class Gdr:
+    """GPU Direct RDMA as NCCL said it: per HCA enabled or not (and how: DMABUF, nvidia-peermem), the lines."""
+
+    hcas: dict[str, bool]
+    how: dict[str, str]
+    lines: tuple[str, ...]
+    channels_gdr: bool  # a channel runs over GDRDMA
+
+    @property
+    def on(self) -> bool:
+        return bool(self.hcas) and all(self.hcas.values())
+
+    def shown(self) -> str:
+        return ", ".join(
+            f"{hca} {'on' + (' (' + self.how[hca] + ')' if hca in self.how else '') if on else 'off'}"
+            for hca, on in self.hcas.items()
+        )
+
+
+def nccl_gdr(lines: list[LogLine]) -> Gdr | None:
+    """What NCCL said of GPU Direct RDMA per HCA; where two transports say it (NET/IB and an RDMA plugin),
+    the one the channels run over (its NET/ name in a channel line) wins, else the last said; None when the
+    log says nothing of it (NCCL_DEBUG unset)."""
+    said: dict[str, dict[str, tuple[bool, str | None, str]]] = {}
+    used: set[str] = set()
+    gdr_channel = False
+    for line in lines:
+        m = _GDR.search(line.text)
+        if m:
+            net = m["net"].strip()
+            said.setdefault(net, {})[m["dev"]] = (m["state"].lower() == "enabled", m["how"], line.text.strip())
+            continue
+        c = _CHANNEL_VIA.search(line.text)
+        if c:
+            used.add(c["via"])
+            gdr_channel = gdr_channel or bool(_GDR_CHANNEL.search(line.text))
+    if not said:
+        return None
+    nets = [n for n in said if any(v == n or v.startswith(n + "/") or n.startswith(v) for v in used)]
+    chosen: dict[str, tuple[bool, str | None, str]] = {}
+    for net in [n for n in said if n not in nets] + nets:  # the used network's word last: it wins
+        chosen.update(said[net])
+    return Gdr(
+        {hca: on for hca, (on, _, _) in chosen.items()},
+        {hca: how for hca, (_, how, _) in chosen.items() if how},
+        tuple(dict.fromkeys(text for _, _, text in chosen.values())),
+        gdr_channel,
+    )
+
+
+_CHANNEL_VIA = re.compile(r"\[(?:send|receive)\] via (?P<via>NET/[^/\s]+(?: [^/\s]+)*)")
 
 
 _NCCL_VERSION = re.compile(r"vLLM is using nccl==(?P<v>\d+\.\d+\.\d+)|NCCL version (?P<w>\d+\.\d+\.\d+)")

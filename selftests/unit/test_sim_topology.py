@@ -14,7 +14,7 @@ import pytest
 from gb10check import inventory as inv
 from gb10check import probes
 from gb10check.errors import SimError
-from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_transport, parse_docker_log
+from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_gdr, nccl_transport, parse_docker_log
 from selftests.e2e.test_read_only import READS
 from sim import deploy, inventory_file, layout, stub, vllm_logs
 from sim.scenario import builtin_names, load_scenario
@@ -209,7 +209,9 @@ def test_every_rank_logs_its_place_in_the_world():
         assert ("tensor_parallel_size=8" in text) == (rank == 0)
         found = nccl_transport(parsed)
         assert found is not None and found.kind == "IB" and list(found.devices) == list(layout.DEVICE_ORDER)
-        assert text.count(f"{layout.node_name(rank)}:187:187 [0] NCCL INFO") == 1
+        assert text.count(f"{layout.node_name(rank)}:187:187 [0] NCCL INFO NET/IB : Using") == 1
+        gdr = nccl_gdr(parsed)  # NCCL's GPU Direct RDMA line per HCA, the sim's image exporting dma-buf
+        assert gdr is not None and gdr.on and list(gdr.hcas) == list(layout.DEVICE_ORDER)
 
 
 def test_nccl_tests_lists_a_rank_per_node():
