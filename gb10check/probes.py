@@ -32,7 +32,16 @@ from gb10check.parsers.framed import FileRead, framed_files_command, parse_frame
 from gb10check.parsers.getent import parse_getent_hosts
 from gb10check.parsers.gpu_clocks import QUERY as GPU_CLOCKS_QUERY
 from gb10check.parsers.gpu_clocks import GpuClocks, parse_gpu_clocks
-from gb10check.parsers.hfcache import LISTING_FORMAT, Entry, parse_index_total_size, parse_listing, parse_revision
+from gb10check.parsers.hfcache import (
+    LISTING_FORMAT,
+    SMALL_FILES,
+    Entry,
+    parse_fs_type,
+    parse_index_total_size,
+    parse_listing,
+    parse_revision,
+    parse_sha256sums,
+)
 from gb10check.parsers.host_release import (
     NO_DGX_RELEASE,
     Bios,
@@ -90,10 +99,12 @@ __all__ = [
     "DOTENV",
     "GPU_CLOCKS",
     "GROUPS",
+    "HF_CACHE_FS",
     "HF_CONFIG",
     "HF_INDEX",
     "HF_LISTING",
     "HF_REVISION",
+    "HF_SMALL_FILES",
     "HOSTNAME_ADDRESSES",
     "HOST_NCCL_CONF",
     "IBDEV2NETDEV",
@@ -442,6 +453,19 @@ HF_REVISION: Read[str] = Read("hf_revision", _in_hub(lambda h: f"cat {h}/refs/ma
 HF_CONFIG: Read[ModelDims] = Read(
     "hf_config", _in_hub(lambda h: "cat " + _snapshot_file("config.json")(h)), parse_model_config
 )
+# the small files' content, hashed (tests_preflight/test_weights.py; the shards are compared by name and size)
+HF_SMALL_FILES: Read[dict[str, str]] = Read(
+    "hf_small_files",
+    _in_hub(
+        lambda h: (
+            f'cd {h}/snapshots/"$(cat {h}/refs/main)" && for f in {" ".join(SMALL_FILES)}; do '
+            'if [ -e "$f" ]; then sha256sum -- "$f"; fi; done'
+        )
+    ),
+    parse_sha256sums,
+)
+# the filesystem the HF cache is on (a network one is shared between the nodes)
+HF_CACHE_FS: Read[str] = Read("hf_cache_fs", _deployed(lambda d: f"stat -f -c %T {q(d.hf_cache)}"), parse_fs_type)
 HF_INDEX: Read[int] = Read(
     "hf_index",
     _in_hub(lambda h: "head -c 65536 " + _snapshot_file("model.safetensors.index.json")(h)),
@@ -549,6 +573,8 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     HF_REVISION,
     HF_CONFIG,
     HF_INDEX,
+    HF_SMALL_FILES,
+    HF_CACHE_FS,
     # skew across the nodes
     KERNEL_RELEASE,
     OS_RELEASE,

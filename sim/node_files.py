@@ -26,7 +26,7 @@ from sim import container, deploy, language, layout, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario
 from sim.spec import LinkEnd, Rail
-from sim.stub import LANGUAGE_TOOLS, TOOLS
+from sim.stub import FS_TOOLS, LANGUAGE_TOOLS, TOOLS
 from sim.tables import merge
 
 __all__ = [
@@ -141,6 +141,8 @@ def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario,
         "driver": _driver(node),
         "gpu_uuid": spec.gpu_uuid or "GPU-00000000-0000-0000-0000-000000000000",
         "gpu": spec.gpu.model_dump(),
+        "hf_filesystem": spec.hf.filesystem or scenario.model.deployment.hf.filesystem,
+        "hf_cache": (inventory.deployment.hf_cache.rstrip("/") if inventory.deployment else ""),
         "rdma_ports": ports,
         "stubs": [stub.model_dump() for stub in spec.stubs],
         "docker": _docker_state(node, scenario, inventory),
@@ -154,7 +156,12 @@ def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario,
     }
     (d / "state.json").write_text(json.dumps(state, indent=2))
     # a node in another language: its ping translates as iputils' gettext build does (sim/language.py)
-    for tool in [*TOOLS, *(LANGUAGE_TOOLS if language.locales_named(spec.login_env) else ())]:
+    filesystem = spec.hf.filesystem or scenario.model.deployment.hf.filesystem
+    for tool in [
+        *TOOLS,
+        *(LANGUAGE_TOOLS if language.locales_named(spec.login_env) else ()),
+        *(FS_TOOLS if filesystem else ()),
+    ]:
         stub = d / "bin" / tool
         stub.write_text(f'#!/bin/sh\nexec {STUB_PYTHON} -I -S {d / "stub.py"} {d / "state.json"} {tool} "$@"\n')
         stub.chmod(0o755)

@@ -174,6 +174,8 @@ class Hf(_Spec):
     missing_files: list[str] = []
     absent: bool = False
     config: dict[str, int] = {}  # config.json values over the checkpoint's (e.g. heads padded for TP=3)
+    # the filesystem `stat -f -c %T` names for the HF cache ("nfs4": one shared by the nodes); None: the real one
+    filesystem: str | None = Field(None, pattern=r"^[\w./-]+$")
 
 
 class RdmaPort(_Spec):

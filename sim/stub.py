@@ -18,6 +18,7 @@ __all__ = [
     "COMPLETION_ERROR",
     "CONTAINER_ENV",
     "DAEMON_DOWN",
+    "FS_TOOLS",
     "GB10_TABLE",
     "GPU_NO_RUNTIME",
     "GPU_NVML_MISMATCH",
@@ -50,6 +51,7 @@ __all__ = [
     "modinfo",
     "nvidia_smi",
     "ping",
+    "stat",
 ]
 
 TYPE_CHECKING = False  # mypy reads it as True; importing typing would cost every stub call ~5 ms
@@ -757,6 +759,19 @@ def ping(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     return out, proc.stderr, proc.returncode
 
 
+def stat(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
+    """The real stat, but for `stat -f -c %T` of the HF cache on a node whose cache the scenario puts on
+    another filesystem (nodes.<name>.hf.filesystem: "nfs4", a folder shared by the nodes), which it names."""
+    import subprocess
+
+    fs = state.get("hf_filesystem")
+    if fs and args[:3] == ["-f", "-c", "%T"] and len(args) == 4 and args[3].rstrip("/") == state["hf_cache"]:
+        return f"{fs}\n", "", 0
+    proc = subprocess.run(["/usr/bin/stat", *args], capture_output=True, text=True)
+    return proc.stdout, proc.stderr, proc.returncode
+
+
+FS_TOOLS = {"stat": stat}  # installed on a node whose HF cache the scenario puts on another filesystem
 LANGUAGE_TOOLS = {"ping": ping}  # installed on a node whose login_env names a language (sim/language.py)
 
 TOOLS = {
@@ -793,7 +808,7 @@ def main(argv: list[str]) -> int:
             time.sleep(float(override.get("delay", 0)))
             _repeat(override.get("stdout", ""), override.get("stderr", ""), int(override.get("repeat", 1)))
             return int(override.get("rc", 0))
-    out, err, rc = {**TOOLS, **LANGUAGE_TOOLS}[tool](state, args)
+    out, err, rc = {**TOOLS, **LANGUAGE_TOOLS, **FS_TOOLS}[tool](state, args)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc

@@ -4,7 +4,7 @@ import pytest
 
 from gb10check import probes
 from gb10check.errors import GB10Error
-from gb10check.parsers.hfcache import readable_by, snapshot_files
+from gb10check.parsers.hfcache import NETWORK_FILESYSTEMS, readable_by, snapshot_files
 from gb10check.probes import hub_folder
 
 pytestmark = pytest.mark.preflight
@@ -43,6 +43,32 @@ def copy_from(cluster, inventory, lacking: str) -> dict[str, str]:
     return {"source_node": source, "target_ip": target} if target else {}
 
 
+JIT_CACHES = (
+    "VLLM_CACHE_ROOT, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, TORCH_EXTENSIONS_DIR, FLASHINFER_WORKSPACE_BASE"
+)
+
+
+def _shared_cache(snap, deployment, evidence):
+    """The HF cache's filesystem, recorded; a network one named as such, with what it costs where the JIT caches
+    sit under it (tonyd2wild's 2x DGX Spark stack, issue #27: an NFS-shared HF cache broke seven JIT caches)."""
+    try:
+        fs = snap.fact(probes.HF_CACHE_FS)
+    except GB10Error as exc:
+        evidence.fact("hf_cache_filesystem", f"not read: {str(exc)[:160]}")
+        return
+    evidence.fact("hf_cache_filesystem", fs)
+    if fs in NETWORK_FILESYSTEMS:
+        evidence.advise(
+            "advice",
+            what="the HF cache on a filesystem the nodes share",
+            expected=f"the JIT caches ({JIT_CACHES}) outside it, on each node's own disk",
+            found=f"{deployment.hf_cache} on {fs}",
+            why="both ranks compile into the same folders at once when their JIT caches sit under the shared "
+            "cache, and the start fails or stalls (github.com/tonyd2wild/DeepSeek-v4-Flash-Vision-Exp-DSpark-1M-"
+            "NVFP4-KV-2x-DGX-Spark issue #27, 2026-08-11); the weights themselves are then one copy, alike",
+        )
+
+
 @pytest.mark.hints("weights-missing")
 def test_weights_present(node, model, deployment, cluster, inventory, evidence):
     """The weights present in the HF cache."""
@@ -57,6 +83,7 @@ def test_weights_present(node, model, deployment, cluster, inventory, evidence):
         found="present" if present else (listing.stderr.strip() or "no answer")[:200],
         context=None if present else copy_from(cluster, inventory, node.name),
     )
+    _shared_cache(snap, deployment, evidence)
     revision, files = _files(snap)
     weights = [f for f in files if f.endswith(".safetensors")]
     whole = "config.json" in files and bool(weights)
@@ -95,6 +122,36 @@ def test_weights_identical(cluster, inventory, model, evidence):
         expected=f"revision {ref_rev[:12]}, {len(ref)} files, same sizes as on {ref_name}",
         found="; ".join(problems) or f"the same on all {len(seen)} nodes",
         detail="copy the missing or differing files again from rank 0, over the QSFP address",
+    )
+
+
+@pytest.mark.hints("weights-differ")
+def test_weights_small_files_identical(cluster, inventory, model, evidence):
+    """The model's config, index and tokenizer the same on every node.
+
+    sha256 of each of the snapshot's small files that say what the weights are and how they are read
+    (config.json, the safetensors index, the tokenizer's files, the chat template): an edited or half-copied
+    config has the same name and often the same size."""
+    seen = {n.name: cluster.snapshot(n.name).fact(probes.HF_SMALL_FILES) for n in inventory.nodes}
+    ref_name = inventory.api_node.name
+    ref = seen[ref_name]
+    for name, sums in seen.items():
+        evidence.fact(name, ", ".join(f"{f} {h[:12]}" for f, h in sorted(sums.items())) or "none of them")
+    problems = []
+    for name, sums in seen.items():
+        differ = sorted(f for f in ref if f in sums and sums[f] != ref[f])
+        missing, extra = sorted(set(ref) - set(sums)), sorted(set(sums) - set(ref))
+        for label, files in (("other content", differ), ("missing", missing), ("extra", extra)):
+            if files:
+                problems.append(f"{name}: {label} {', '.join(files)}")
+    evidence.expect(
+        "config.json" in ref and not problems,
+        what=f"the small files of {model} (sha256)",
+        expected=f"{', '.join(sorted(ref)) or 'config.json'} as on {ref_name}",
+        found="; ".join(problems)
+        or ("the same on every node" if "config.json" in ref else f"no config.json on {ref_name}"),
+        detail="copy them again from rank 0, over the QSFP address",
+        context={"node": problems[0].split(":", 1)[0]} if problems else None,
     )
 
 

@@ -11,14 +11,19 @@ import re
 from dataclasses import dataclass
 
 from gb10check.errors import ParseError, excerpt
+from gb10check.parsers.framed import parse_word
 
 __all__ = [
     "LISTING_FORMAT",
+    "NETWORK_FILESYSTEMS",
+    "SMALL_FILES",
     "Entry",
     "SnapshotFile",
+    "parse_fs_type",
     "parse_index_total_size",
     "parse_listing",
     "parse_revision",
+    "parse_sha256sums",
     "readable_by",
     "snapshot_files",
 ]
@@ -115,3 +120,39 @@ def parse_index_total_size(text: str) -> int:
     if not match:
         raise ParseError("model.safetensors.index.json", "no metadata.total_size", text)
     return int(float(match.group(1)))
+
+
+# the model's small files whose content says what the weights are and how they are read: hashed on every node
+# (a few MB in all; the shards are compared by name and size, never hashed by default)
+SMALL_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+)
+_SHA_LINE = re.compile(r"(?P<sha>[0-9a-f]{64}) [ *](?P<name>\S+)")
+
+
+def parse_sha256sums(text: str) -> dict[str, str]:
+    """`sha256sum FILE...` of the snapshot's small files: file -> sha256 (the files it has)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        m = _SHA_LINE.fullmatch(line.strip())
+        if m is None:
+            raise ParseError("sha256sum of the model's small files", f"not `HASH  FILE`: {excerpt(line, 120)}", text)
+        found[m["name"]] = m["sha"]
+    return found
+
+
+# the filesystems that share one folder between nodes (stat -f -c %T's names, as coreutils prints them)
+NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb2", "smb3", "fuse.sshfs", "fuseblk", "lustre", "gpfs", "ceph")
+
+
+def parse_fs_type(text: str) -> str:
+    """`stat -f -c %T PATH`: the filesystem's type name (ext2/ext3, xfs, nfs, tmpfs, ...)."""
+    return parse_word(text, "stat -f -c %T (the HF cache's filesystem)")

@@ -31,6 +31,10 @@ READS = [
     rf"cat {PATH}",
     rf'(cat|head -c \d+) {PATH}/snapshots/"\$\(cat {PATH}/refs/main\)"/{PATH}',
     rf"find {PATH} -printf {QUOTED}",
+    # the model's small files hashed in its snapshot folder (the loop as written), the HF cache's filesystem
+    rf'cd {PATH}/snapshots/"\$\(cat {PATH}/refs/main\)" && for f in [\w. ]+; do if \[ -e "\$f" \]; then '
+    r'sha256sum -- "\$f"; fi; done',
+    rf"stat -f -c %T {PATH}",
     r"modinfo -F version nvidia",
     r"nvidia-smi --query-gpu=[\w,.]+ --format=csv,noheader(,nounits)?",
     r"ibdev2netdev",

@@ -271,3 +271,19 @@ def test_a_nodes_facts_from_its_snapshot_what_it_lacks_and_what_could_not_be_rea
     assert down.missing["image_driver"] == "the deployment's image is not on the node"
     assert down.missing["cuda_graphs"] == "no launch plan was read"
     assert {e.id for e, _ in judge(load(), down.values, down.missing).unjudged} >= {"nccl-2-28-9-pip-wheel-wedge"}
+
+
+def test_the_small_files_hashes_and_the_caches_filesystem():
+    from gb10check.parsers.hfcache import parse_fs_type, parse_sha256sums
+
+    digest = "4beb7a92d75b" + "0" * 52
+    assert parse_sha256sums(f"{digest}  config.json\n{digest} *tokenizer.json\n") == {
+        "config.json": digest,
+        "tokenizer.json": digest,
+    }
+    assert parse_sha256sums("") == {}
+    with pytest.raises(ParseError, match="HASH  FILE"):
+        parse_sha256sums("sha256sum: config.json: Permission denied\n")
+    assert parse_fs_type("nfs4\n") == "nfs4" and parse_fs_type("ext2/ext3\n") == "ext2/ext3"
+    with pytest.raises(ParseError, match="filesystem"):
+        parse_fs_type("stat: cannot read file system information for '/x': No such file or directory\n")
