@@ -355,8 +355,9 @@ CONTAINER: Read[Container | None] = Read(
     accept_rc=(0, 1),
     check_stderr=client_error("docker container inspect"),
 )
-# the processes of the running container (gb10check/launch/running.py): `gb10check plan --running` reads
-# them (not in the snapshot); docker exits 1 when the container does not run
+# the processes of the running container (gb10check/launch/running.py): what preflight compares with the
+# files (tests_preflight/test_launch_plan.py) and `gb10check plan --running` reads; docker exits 1 when the
+# container does not run
 CONTAINER_PROCESSES: Read[list[Process]] = Read(
     "container_processes",
     _deployed(lambda d: f"docker exec {DOCKER_C_LOCALE} {q(d.container)} sh -c {q(PROCESSES_SCRIPT)}"),
@@ -563,6 +564,7 @@ SNAPSHOT_READS: tuple[Read[object], ...] = (
     DOCKER_IMAGES,
     IMAGE,
     CONTAINER,
+    CONTAINER_PROCESSES,
     DOCKER_LOGS,
     COMPOSE,
     COMPOSE_CONFIG,

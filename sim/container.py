@@ -24,13 +24,17 @@ from gb10check.errors import SimError
 
 __all__ = [
     "ARGV_PRINTER",
+    "DOCKER_RECORDER",
     "DOCKER_SHM",
     "IMAGE_ENV",
     "compose_accepts",
     "compose_service",
     "created",
+    "docker_run_service",
     "first_process",
+    "run_launcher",
     "write_created",
+    "write_run_created",
 ]
 
 DOCKER_SHM = 64 * 1024**2  # the Engine's /dev/shm without --shm-size
@@ -185,6 +189,127 @@ def created(
         },
         "Mounts": mounts,
     }
+
+
+# a recorder standing in for `docker` while the sim runs a launch script with real bash: each `docker run`'s
+# argv, NUL-separated, one record per line of the file it names; every other docker command does nothing
+DOCKER_RECORDER = (
+    '#!/bin/sh\nif [ "$1" = run ]; then shift; printf "%s\\0" "$@" >> "$GB10SIM_DOCKER_RUNS"; '
+    'printf "\\n" >> "$GB10SIM_DOCKER_RUNS"; fi\n'
+)
+# `docker run`'s options the sim's launchers use, and whether each takes a value
+_RUN_FLAGS = {
+    "-d": False, "--detach": False, "--rm": False, "-it": False, "-i": False, "-t": False, "--init": False,
+    "--privileged": False,
+    "--name": True, "--network": True, "--net": True, "--ipc": True, "--restart": True, "--device": True,
+    "--cap-add": True, "--ulimit": True, "--memory": True, "-m": True, "-v": True, "--volume": True, "-e": True,
+    "--env": True, "--entrypoint": True, "--shm-size": True, "--gpus": True, "--runtime": True, "--user": True,
+    "-u": True, "--env-file": True, "-w": True, "--workdir": True,
+}  # fmt: skip
+_SIZE = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _size(text: str) -> int:
+    unit = text[-1].lower()
+    return int(float(text[:-1]) * _SIZE[unit]) if unit in _SIZE else int(text)
+
+
+def run_launcher(script: Path, args: list[str], root: Path) -> list[list[str]]:
+    """Each `docker run` the node's launch script makes, its argv as real bash expands it (the script run
+    with `docker` a recorder: nothing is started), in order."""
+    with tempfile.TemporaryDirectory(prefix="gb10sim-run-") as tmp:
+        recorder, runs = Path(tmp) / "docker", Path(tmp) / "runs"
+        recorder.write_text(DOCKER_RECORDER)
+        recorder.chmod(0o755)
+        env = {"PATH": f"{tmp}:/usr/bin:/bin", "GB10SIM_DOCKER_RUNS": str(runs), "HOME": str(root)}
+        try:
+            subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=15, env=env)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SimError(f"the launch script {script} could not be followed: {exc}") from exc
+        if not runs.exists():
+            return []
+        words = runs.read_text().split("\0")
+    out: list[list[str]] = []
+    current: list[str] = []
+    for word in words:  # the recorder ends each run's argv with a line feed after its last NUL
+        if word.startswith("\n"):
+            out.append(current)
+            current, word = [], word[1:]
+        if word:
+            current.append(word)
+    if current:
+        out.append(current)
+    return out
+
+
+def docker_run_service(argv: list[str]) -> dict[str, Any]:
+    """The container a `docker run` argv creates, in the normalised compose shape `created` takes (the
+    options the sim's launchers use; an unknown one is the sim's error, never guessed)."""
+    service: dict[str, Any] = {"environment": {}, "volumes": [], "devices": [], "cap_add": [], "ulimits": {}}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        flag, eq, inline = argv[i].partition("=")
+        if flag not in _RUN_FLAGS:
+            raise SimError(f"docker run {argv[i]}: an option the sim's docker run does not know")
+        value = None
+        if _RUN_FLAGS[flag]:
+            value = inline if eq else argv[i + 1]
+            i += 0 if eq else 1
+        i += 1
+        if flag == "--name":
+            service["container_name"] = value
+        elif flag in ("--network", "--net"):
+            service["network_mode"] = value
+        elif flag == "--ipc":
+            service["ipc"] = value
+        elif flag == "--restart":
+            service["restart"] = value
+        elif flag == "--device":
+            service["devices"].append(value)
+        elif flag == "--cap-add":
+            service["cap_add"].append(value)
+        elif flag == "--privileged":
+            service["privileged"] = True
+        elif flag == "--ulimit":
+            name, _, limits = str(value).partition("=")
+            soft, _, hard = limits.partition(":")
+            service["ulimits"][name] = {"soft": int(soft), "hard": int(hard or soft)}
+        elif flag in ("--memory", "-m"):
+            service["mem_limit"] = _size(str(value))
+        elif flag == "--shm-size":
+            service["shm_size"] = _size(str(value))
+        elif flag in ("-v", "--volume"):
+            source, _, rest = str(value).partition(":")
+            target, _, mode = rest.partition(":")
+            service["volumes"].append({"type": "bind", "source": source, "target": target, "read_only": mode == "ro"})
+        elif flag in ("-e", "--env"):
+            name, eq2, val = str(value).partition("=")
+            service["environment"][name] = val if eq2 else None
+        elif flag == "--entrypoint":
+            service["entrypoint"] = [value]
+        elif flag == "--runtime":
+            service["runtime"] = value
+        elif flag in ("--user", "-u"):
+            service["user"] = value
+    if i >= len(argv):
+        raise SimError("docker run: no image")
+    service["image"], service["command"] = argv[i], argv[i + 1 :]
+    service["name"] = service.get("container_name", "")
+    return service
+
+
+def write_run_created(
+    path: Path, *, script: Path, args: list[str], root: Path, container: str, image_env: list[str] | None, image_id: str
+) -> None:
+    """The container the node's `docker run` launcher creates (its last `docker run` of `container`), where the
+    node's docker stub reads it: inspect's object, with no Compose labels, and its first process."""
+    runs = [docker_run_service(argv) for argv in run_launcher(script, args, root)]
+    mine = [r for r in runs if r.get("container_name") == container]
+    if not mine:
+        return
+    body = created(mine[-1], root=root, project="", compose_file="", image_env=image_env, image_id=image_id)
+    body["Config"]["Labels"] = {}
+    path.write_text(json.dumps({"inspect": body, "process": first_process(body)}))
 
 
 def first_process(body: dict[str, Any]) -> dict[str, Any]:

@@ -440,38 +440,69 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
 
 
 def _created_file(node: SimNode, scenario: Scenario) -> Path | None:
-    """Where the running container, as Docker created it from the compose, is written (None: no container,
-    or a `docker run` launcher's, which the sim does not create: sim/container.py)."""
-    if not scenario.model.deployment.running or scenario.model.deployment.launcher == "docker-run":
+    """Where the running container, as Docker created it from the compose or the `docker run` launcher, is
+    written (None: no container runs; sim/container.py)."""
+    if not scenario.model.deployment.running:
         return None
     return node.dir / "container.json"
 
 
 def _write_container(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> None:
     path, dep = _created_file(node, scenario), inventory.deployment
-    if path is None or dep is None or dep.compose_file is None or "container" in node.spec.docker.model_fields_set:
+    if path is None or dep is None or "container" in node.spec.docker.model_fields_set:
         return
     launch = inventory.launch_of(node.name)
+    state = json.loads((node.dir / "state.json").read_text())
+    image = state["docker"]["images"][0]
+    if scenario.model.deployment.launcher == "docker-run":  # the script run with real bash, docker recorded
+        assert launch.script is not None
+        container.write_run_created(
+            path,
+            script=deploy.place(node.dir / "fs", launch.script),
+            args=list(launch.args),
+            root=node.dir / "fs",
+            container=dep.container,
+            image_env=image.get("env"),
+            image_id=image["id"],
+        )
+        return
+    if dep.compose_file is None:
+        return
     shell = dict(launch.env)
     if scenario.model.deployment.launcher == "compose-script":  # sim/deploy/compose-up.sh: NODE_RANK=$1
         shell["NODE_RANK"] = launch.args[0]
-    state = json.loads((node.dir / "state.json").read_text())
-    image = state["docker"]["images"][0]
+    before = _compose_at_start(node, scenario, inventory)
+    if before is not None:  # the container was created from the compose as it was before these edits
+        now = deploy.place(node.dir / "fs", dep.compose_file).read_text()
+        deploy.place(node.dir / "fs", dep.compose_file).write_text(before)
     if not container.compose_accepts(
         _compose_binary(node), node.dir / "fs", dep.compose_file, inventory.env_file_of(node.name), shell
     ):  # a compose the node's Compose refuses (a scenario's fault) created nothing: the short inspect stands
         return
-    container.write_created(
-        path,
-        compose=_compose_binary(node),
-        root=node.dir / "fs",
-        compose_file=dep.compose_file,
-        env_file=inventory.env_file_of(node.name),
-        shell=shell,
-        container=dep.container,
-        image_env=image.get("env"),
-        image_id=image["id"],
-    )
+    try:
+        container.write_created(
+            path,
+            compose=_compose_binary(node),
+            root=node.dir / "fs",
+            compose_file=dep.compose_file,
+            env_file=inventory.env_file_of(node.name),
+            shell=shell,
+            container=dep.container,
+            image_env=image.get("env"),
+            image_id=image["id"],
+        )
+    finally:
+        if before is not None:
+            deploy.place(node.dir / "fs", dep.compose_file).write_text(now)
+
+
+def _compose_at_start(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> str | None:
+    """The node's compose as it was when its container started, where the scenario edited it after
+    (nodes.<name>.edited_after_start); None where the file is what started it."""
+    if not node.spec.edited_after_start:
+        return None
+    edits = [*scenario.model.deployment.compose_edits, *node.spec.compose_edits]
+    return deploy.render_compose(edits, _compose_cluster(node, scenario, inventory))
 
 
 def _nccl_library(node: SimNode, scenario: Scenario) -> dict[str, str]:
@@ -574,7 +605,7 @@ def _write_deployment(node: SimNode, scenario: Scenario, inventory: inv.Inventor
     for sub in (fs / "etc", ssh_dir):
         sub.mkdir(parents=True, exist_ok=True)
     if dep is not None:
-        edits = [*scenario.model.deployment.compose_edits, *spec.compose_edits]
+        edits = [*scenario.model.deployment.compose_edits, *spec.compose_edits, *spec.edited_after_start]
         cluster = _compose_cluster(node, scenario, inventory)
         try:
             compose = deploy.render_compose(edits, cluster)

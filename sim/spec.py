@@ -233,6 +233,9 @@ class Node(_Spec):
     sudo: bool | None = None
     ssh_key: bool = True
     compose_edits: list[tuple[str, str]] = []
+    # [old, new] in this node's compose made after its container started: the file says one thing, the running
+    # container another (a restart pending)
+    edited_after_start: list[tuple[str, str]] = []
     env: dict[str, str] = {}
     # the language the node is installed in: variables its sshd sets for every session, as pam_env reads
     # /etc/default/locale on Ubuntu (LANG, LANGUAGE, LC_*); its real tools then translate (sim/language.py)

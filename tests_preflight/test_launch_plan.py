@@ -9,7 +9,10 @@ from fixtures.cluster import INVENTORY, OnNode
 from gb10check import probes
 from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import DecidedAtStart
+from gb10check.facts import container
 from gb10check.fit import tp_split_problems
+from gb10check.launch.drift import drift
+from gb10check.launch.running import running_plan
 from gb10check.node import follows_from
 
 pytestmark = pytest.mark.preflight
@@ -160,4 +163,32 @@ def test_ranks_agree(cluster, inventory, deployment, evidence):
             found_all.append(f"{option} {next(iter(values.values()))}")
     evidence.expect(
         True, what="the ranks' model and parallel sizes", expected="the same on every rank", found="; ".join(found_all)
+    )
+
+
+@pytest.mark.hints("deployment-drift")
+def test_running_container_is_the_files_plan(node, cluster, inventory, deployment, evidence):
+    """The running container runs what the deployment's files say.
+
+    Where vLLM runs, its container as Docker holds it (docker inspect) and the vLLM process's own command
+    line and environment (/proc) against the rank's plan from the files (gb10check/launch/drift.py): the
+    image, vLLM's options, the environment the files give, the container's network, IPC, shared memory,
+    privilege, devices and memlock. The launch rules judge the files: the next start; this says whether
+    that is what runs now."""
+    snap = node.snapshot()
+    c = container(snap)
+    if c is None or not c.running:
+        pytest.skip(f"nothing runs on {node.name}: the files are what its next start runs")
+    files = cluster.plan(node.name)
+    processes = snap.fact(probes.CONTAINER_PROCESSES) if snap.raw(probes.CONTAINER_PROCESSES).ok else None
+    running = running_plan(c, processes, node=node.name, rank=inventory.node(node.name).rank)
+    image = snap.fact(probes.IMAGE)
+    image_env = frozenset(e.partition("=")[0] for e in image.env) if image is not None else frozenset()
+    differ = drift(files, running, image_env)
+    evidence.expect(
+        not differ,
+        what=f"the running container {c.name} against the deployment's files",
+        expected="the image, vLLM's command, environment and container settings the files give",
+        found="; ".join(differ) if differ else "the same",
+        detail="what runs now is the running side; preflight's launch checks judged the files (the next start)",
     )

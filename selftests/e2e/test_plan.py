@@ -59,7 +59,7 @@ def _values(rank: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("scenario", ["healthy", "compose-launcher-shell-rank"])
+@pytest.mark.parametrize("scenario", ["healthy", "compose-launcher-shell-rank", "docker-run-launcher"])
 def test_the_running_containers_are_the_plan_the_files_make(scenario):
     rc_files, files = _plan(scenario)
     rc_running, running = _plan(scenario, "--running")
