@@ -430,7 +430,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
             )
         state["compose"] = str(_compose_binary(node))
     created = _created_file(node, scenario)
-    if state["container"] is not None and created is not None and "container" not in node.spec.docker.model_fields_set:
+    if state["container"] is not None and created is not None and _created_by_docker(node):
         state["container"]["created_file"] = str(created)
     if state["container"] is not None:
         state["log_file"] = str(node.dir / "container.log")
@@ -447,9 +447,19 @@ def _created_file(node: SimNode, scenario: Scenario) -> Path | None:
     return node.dir / "container.json"
 
 
+def _created_by_docker(node: SimNode) -> bool:
+    """Whether the node's container is the one Docker creates from the deployment: no scenario container, or
+    one the scenario only names (its name and image); one with its own state, arguments or environment is
+    the scenario's as it wrote it."""
+    spec = node.spec.docker.container
+    if "container" not in node.spec.docker.model_fields_set or spec is None:
+        return True
+    return not (spec.model_fields_set - {"name", "image"})
+
+
 def _write_container(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -> None:
     path, dep = _created_file(node, scenario), inventory.deployment
-    if path is None or dep is None or "container" in node.spec.docker.model_fields_set:
+    if path is None or dep is None or not _created_by_docker(node):
         return
     launch = inventory.launch_of(node.name)
     state = json.loads((node.dir / "state.json").read_text())

@@ -5,6 +5,7 @@ decode runs at a fraction of its speed (gb10check/parsers/gpu_clocks.py)."""
 import pytest
 
 from gb10check import probes
+from gb10check.errors import GB10Error
 from gb10check.facts import container
 from gb10check.parsers.gpu_clocks import REASONS, SLOWDOWNS
 from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
@@ -25,7 +26,10 @@ def test_gpu_clocks_not_held_down(node, nvidia_smi, inventory, evidence):
     snap = node.snapshot()
     if nvidia_smi.timed_out:
         pytest.skip(f"follows from {ANSWERS.format(node=node.name)}: nvidia-smi gave no answer")
-    smi = snap.fact(probes.NVIDIA_SMI)
+    try:
+        smi = snap.fact(probes.NVIDIA_SMI)
+    except GB10Error as exc:  # the driver check owns what nvidia-smi cannot say
+        pytest.skip(f"follows from {DRIVER.format(node=node.name)}: {str(exc)[:200]}")
     if isinstance(smi, (NvmlMismatch, NoDriver)):
         pytest.skip(f"follows from {DRIVER.format(node=node.name)}: nvidia-smi cannot ask the driver")
     clocks = snap.fact(probes.GPU_CLOCKS)
@@ -35,8 +39,13 @@ def test_gpu_clocks_not_held_down(node, nvidia_smi, inventory, evidence):
     evidence.figure("gpu_sm_mhz", clocks.sm_mhz)
     if not clocks.reported:
         pytest.skip(f"{node.name}'s nvidia-smi reports no clock event reasons ([N/A]): nothing to judge them by")
-    c = container(snap) if inventory.deployment is not None else None
-    busy = c is not None and c.running
+    try:
+        c = container(snap) if inventory.deployment is not None else None
+    except GB10Error:  # docker cannot say whether vLLM runs (its own checks fail on it): a power cap is not judged
+        c = None
+        busy = True
+    else:
+        busy = c is not None and c.running
     held = [r for r in clocks.active if r in SLOWDOWNS or (r == "sw_power_cap" and not busy)]
     evidence.expect(
         not held,

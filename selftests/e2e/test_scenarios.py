@@ -243,12 +243,13 @@ def test_summary_records_verdicts_measurements_and_hints(tmp_path):
 def test_one_snapshot_round_trip_per_node(tmp_path):
     run = run_suite(tmp_path, "--sim")
     # the snapshot, the one `docker run` of the container-GPU check, the one docker command that reads
-    # NCCL's config files in the image, the one that reads its NCCL library, and the bandwidth runs (each
-    # link alone, then both at once: 4 clients on rank 0, 4 server starts and 4 stops on rank 1)
+    # NCCL's config files in the image, the one that reads its NCCL library, the GPU's state read while the
+    # decode runs, and the bandwidth runs (each link alone, then both at once: 4 clients on rank 0, 4 server
+    # starts and 4 stops on rank 1)
     transports = run.summary["transports"]
     assert {node: (t["connections"], t["commands"]) for node, t in transports.items()} == {
-        R0: (1, 4 + 4),
-        R1: (1, 4 + 8),
+        R0: (1, 5 + 4),
+        R1: (1, 5 + 8),
     }
     # each node's snapshot also logs in to the other over each of the two rails; rank 0 (the lower rank of
     # the pair) pings rank 1 over each, and rank 1 (a follower) pings the master address on the control plane
@@ -285,6 +286,7 @@ def test_a_missing_tool_fails_every_check_that_needs_it(tmp_path):
         f"{P}test_image.py::test_image_layers_identical",
         f"{P}test_memory.py::test_memory_free_before_start[{R1}]",  # is the container running? unknown
         f"{P}test_skew.py::test_nccl_library_same_on_every_node",  # read in the container
+        f"{P}test_launch_plan.py::test_running_container_is_the_files_plan[{R1}]",  # is the container running?
     }
     failed = run.failed()
     assert set(failed) == needs_docker, run.out
@@ -315,6 +317,7 @@ def test_docker_daemon_down_is_named_as_such(tmp_path):
         f"{P}test_image.py::test_image_layers_identical",
         f"{P}test_memory.py::test_memory_free_before_start[{R1}]",
         f"{P}test_skew.py::test_nccl_library_same_on_every_node",
+        f"{P}test_launch_plan.py::test_running_container_is_the_files_plan[{R1}]",
     }, run.out
     assert all(hints == {"docker-daemon-down"} for hints in failed.values()), failed
     # the stub prints what docker 28 prints with no daemon: `[]` for inspect (never "image missing") and
