@@ -3,7 +3,7 @@
 import pytest
 
 from gb10check import probes
-from gb10check.errors import GB10Error
+from gb10check.errors import GB10Error, NodeUnreachable
 from gb10check.parsers.hfcache import NETWORK_FILESYSTEMS, readable_by, snapshot_files
 from gb10check.probes import hub_folder
 
@@ -132,7 +132,14 @@ def test_weights_small_files_identical(cluster, inventory, model, evidence):
     sha256 of each of the snapshot's small files that say what the weights are and how they are read
     (config.json, the safetensors index, the tokenizer's files, the chat template): an edited or half-copied
     config has the same name and often the same size."""
-    seen = {n.name: cluster.snapshot(n.name).fact(probes.HF_SMALL_FILES) for n in inventory.nodes}
+    seen = {}
+    for n in inventory.nodes:
+        try:
+            seen[n.name] = cluster.snapshot(n.name).fact(probes.HF_SMALL_FILES)
+        except NodeUnreachable:
+            raise
+        except GB10Error as exc:  # no snapshot folder to hash: the weights check of that node owns it
+            pytest.skip(f"follows from test_weights_present[{n.name}]: {str(exc)[:160]}")
     ref_name = inventory.api_node.name
     ref = seen[ref_name]
     for name, sums in seen.items():

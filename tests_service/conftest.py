@@ -99,21 +99,19 @@ def answer(answers, evidence):
 @pytest.fixture(scope="session")
 def decode_run(api, inventory, answers, findings, cluster):
     """The decode-speed request, alone (after the others have finished: they would share its steps), and each
-    node's GPU state (clocks, power, clock event reasons) read while it runs: one round trip per node, sent
-    with the request (the round trip lands inside the decode; the request never waits for it)."""
+    node's GPU state (clocks, power, clock event reasons) read the moment it ends: one round trip per node, in
+    parallel."""
     model = inventory.service.served_model_name
+    reply = _asked(api, asks.DECODE, model, findings)
 
-    def run(job):
-        name = job
-        if name is None:
-            return None, _asked(api, asks.DECODE, model, findings)
+    def sample(name):
         try:
             return name, cluster[name].read_now((probes.GPU_CLOCKS,)).fact(probes.GPU_CLOCKS)
         except GB10Error as exc:
             return name, exc
 
-    results = dict(map_parallel(run, [None, *cluster.nodes], name="gb10check-decode"))
-    return results.pop(None), results
+    # read as the request ends (during it, the round trips competed with the decode for the machine's cores)
+    return reply, dict(map_parallel(sample, list(cluster.nodes), name="gb10check-decode"))
 
 
 @pytest.fixture(scope="session")

@@ -339,9 +339,9 @@ def test_report_html_of_a_switch_with_a_node_down_in_a_real_browser(tmp_path, br
     )
     boxes[down].click()
     panel = browser.find_element(By.ID, boxes[down].get_attribute("data-part"))
-    assert (
-        panel.is_displayed() and "The launch plan obeys the rule host-network" in panel.text and "more" in panel.text
-    ), panel.text
+    assert panel.is_displayed() and "The GPU visible inside a container" in panel.text and "more" in panel.text, (
+        panel.text
+    )
 
 
 def _png_pixels(png: bytes) -> bytes:
