@@ -100,7 +100,17 @@ def _runs_vllm(run: DockerRun) -> bool:
     )
 
 
+def _throwaway(run: DockerRun) -> bool:
+    """A run that checks something and is gone (`docker run --rm --gpus all nvidia/cuda nvidia-smi`): in the
+    foreground, removed when it ends, its image and command known and neither vLLM's nor Ray's."""
+    detached = run.has("-d") or run.has("--detach")
+    known = isinstance(run.image, str) and all(isinstance(w, str) for w in run.command) and bool(run.command)
+    return run.has("--rm") and not detached and known and not _runs_vllm(run)
+
+
 def _pick(runs: list[tuple[Ran, DockerRun]], container: str, image: str) -> list[tuple[Ran, DockerRun]]:
+    kept = [x for x in runs if not _throwaway(x[1]) or x[1].last("--name") == container]
+    runs = kept or runs
     for chosen in (
         [x for x in runs if x[1].last("--name") == container],
         [x for x in runs if _runs_vllm(x[1])],

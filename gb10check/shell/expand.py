@@ -12,6 +12,7 @@ from gb10check.shell import patterns
 from gb10check.shell.state import State, Var
 from gb10check.shell.syntax import Node, Script, line
 from gb10check.shell.values import Deferred, Value, first_deferred
+from gb10check.shell.values import pieces as parts_of
 
 __all__ = [
     "IFS",
@@ -55,6 +56,10 @@ class Expander:
         raise NotImplementedError
 
     def fail(self, node: Node | None, detail: str) -> ParseError:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def file_text(self, path: str, state: State) -> str | None:  # pragma: no cover - abstract
+        """A file's text on the node as the reader knows it (written by the script, or given), else None."""
         raise NotImplementedError
 
     # -- words --------------------------------------------------------------------------------------------
@@ -560,8 +565,10 @@ def unary_test(op: str, value: Value, state: State, expander: Expander) -> bool 
     if op == "-v":
         return state.get(value) is not None
     if op in patterns.FILE_TESTS or op in ("-e", "-o", "-R"):
-        if op in ("-e", "-f", "-s", "-r") and value in state.files:
-            return True  # a file the script wrote itself
+        if op in ("-e", "-f", "-r") and expander.file_text(value, state) is not None:
+            return True  # a file the script wrote itself, or one the reading was given
+        if op == "-s" and expander.file_text(value, state):
+            return True
         return None  # a file on the node: the start decides
     return None
 
@@ -603,8 +610,14 @@ def join(values: list[Any], sep: str) -> Value:
     deferred = first_deferred(texts)
     if deferred is None:
         return sep.join(str(t) for t in texts)
+    spaced: list[Value] = []
+    for i, t in enumerate(texts):
+        spaced += [sep, t] if i else [t]
     return Deferred(
-        deferred.why, sep.join(str(t) for t in texts), any(isinstance(t, Deferred) and t.splits for t in texts)
+        deferred.why,
+        sep.join(str(t) for t in texts),
+        any(isinstance(t, Deferred) and t.splits for t in texts),
+        parts_of([t if isinstance(t, Deferred) else str(t) for t in spaced]),
     )
 
 
@@ -613,15 +626,21 @@ def split(pieces: list[Any]) -> list[Value]:
     fields: list[list[Value]] = []
     current: list[Value] = []
     has = False  # the current field has something (a quoted empty string counts)
-    for piece in pieces:
-        if piece is _BREAK:
+    items: list[Any] = []
+    for piece in pieces:  # an unquoted deferred value made of known text and deferred parts: each on its own
+        if piece is not _BREAK and piece.expanded and not piece.quoted and isinstance(piece.text, Deferred):
+            items += [(p, True, False) for p in piece.text.parts] or [(piece.text, True, False)]
+        else:
+            items.append(piece if piece is _BREAK else (piece.text, piece.expanded and not piece.quoted, piece.quoted))
+    for item in items:
+        if item is _BREAK:
             fields.append(current)
             current, has = [], False
             continue
-        text = piece.text
-        if not piece.expanded or piece.quoted:
+        text, unquoted, quoted = item
+        if not unquoted:
             current.append(text)
-            has = has or piece.quoted or text != ""
+            has = has or quoted or text != ""
             continue
         if isinstance(text, Deferred):
             current.append(Deferred(text.why, str(text), True))

@@ -8,9 +8,9 @@ an unquoted expansion may also make any number of words (`splits`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["Deferred", "Value", "first_deferred", "known", "shown"]
+__all__ = ["Deferred", "Value", "first_deferred", "known", "pieces", "shown"]
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,28 @@ class Deferred:
     why: str  # "the command substitution `$(hostname -I)` (line 12)"
     shown: str = ""  # how the word reads with it in place: "--host=<$(hostname -I)>"
     splits: bool = False  # an unquoted expansion: the number of words it makes is decided at start too
+    # what it is made of, where it joins known text and deferred values ("-v ", <$HF_HOME>, ":/root"): an
+    # unquoted expansion of it still splits its known text into words (empty: it is one deferred value)
+    parts: tuple[str | Deferred, ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.shown or f"<{self.why}>"
 
     def placed(self, before: str, after: str) -> Deferred:
         """The same value with known text around it (one word)."""
-        return Deferred(self.why, f"{before}{self}{after}", self.splits)
+        return Deferred(self.why, f"{before}{self}{after}", self.splits, pieces([before, self, after]))
+
+
+def pieces(values: list[str | Deferred]) -> tuple[str | Deferred, ...]:
+    """The known texts and deferred values a joined value is made of, flattened, adjacent texts merged."""
+    out: list[str | Deferred] = []
+    for v in values:
+        for p in (v.parts or (v,)) if isinstance(v, Deferred) else (v,):
+            if isinstance(p, str) and out and isinstance(out[-1], str):
+                out[-1] += p
+            elif p != "":
+                out.append(p)
+    return tuple(out)
 
 
 Value = str | Deferred

@@ -18,6 +18,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from gb10check.errors import ParseError
 from gb10check.redact import redact
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_PATHS",
     "OUTPUT_BUILTINS",
     "POSIX_SHELLS",
+    "QUERIES",
     "SHELLS",
     "WRAPPERS",
     "Files",
@@ -41,6 +43,8 @@ __all__ = [
     "Reader",
     "Reading",
     "Unreadable",
+    "grep_known",
+    "ifs_fields",
     "printf",
     "read",
     "test_words",
@@ -129,6 +133,11 @@ class Reader(Expander):
             hint_ids=("container-script-unreadable",),
         )
 
+    def file_text(self, path: str, state: State) -> str | None:
+        key = self.path(path, state)
+        text = state.files.get(key) if key in state.files else self.files(key)
+        return text if isinstance(text, str) else "" if key in state.files else None
+
     def note(self, state: State, text: str) -> None:
         if text not in state.notes:
             state.notes.append(text)
@@ -184,7 +193,8 @@ class Reader(Expander):
         if kind == "FuncDecl":
             if self.posix and cmd.get("RsrvWord"):
                 return self.dash_error(state, cmd, "`function NAME` (bash's keyword)")
-            state.functions[(cmd.get("Name") or {}).get("Value", "")] = cmd.get("Body")
+            # the function keeps the script it was written in: its excerpts are that script's text
+            state.functions[(cmd.get("Name") or {}).get("Value", "")] = (cmd.get("Body"), self.script)
             state.status = 0
             return [state]
         if kind == "ArithmCmd":
@@ -698,6 +708,8 @@ class Reader(Expander):
             return ended
         if name in state.functions and not via:
             return self.function(name, argv[1:], prefix, state, node)
+        if base == "xargs" and len(argv) == 1 and isinstance(stdin, str):  # `echo " $x " | xargs`: the words, trimmed
+            return self.printed(state, " ".join(stdin.split()) + "\n" if stdin.split() else "")
         builtin = getattr(self, f"b_{name.replace('.', 'dot').replace('[', 'test').replace(':', 'colon')}", None)
         if builtin is not None and name in BUILTINS:
             saved = {k: state.get(k) for k in prefix}
@@ -797,7 +809,10 @@ class Reader(Expander):
                     f"<$({clip(self.script.source(node), 40)})>",
                 )
             )
-        state.status = 0  # a command is assumed to work: what is read is the start that works
+        # a command is assumed to work: what is read is the start that works. A query is not an action: whether
+        # `grep -q` finds a name (a container already running, a line in a file) the start decides, both ways,
+        # unless what it reads is known (`echo "$MODEL" | grep -qi moe`)
+        state.status = (grep_known(argv, stdin) if isinstance(stdin, str) else None) if _queries(argv) else 0
         return [state]
 
     def shell_c(
@@ -881,15 +896,17 @@ class Reader(Expander):
     def function(self, name: str, args: list[Value], prefix: dict[str, Value], state: State, node: Node) -> list[State]:
         if self.depth >= MAX_DEPTH:
             raise self.fail(node, f"the function {name} calls itself deeper than the reader follows")
-        body = state.functions[name]
+        body, written_in = cast("tuple[Node, Script]", state.functions[name])
         saved_positional = state.positional
         state.positional = list(args)
         state.frames.append({k: Var(v, True) for k, v in prefix.items()})
+        reader = self if written_in is self.script else self.reading(written_in)
         self.depth += 1
         try:
-            results = self.stmt(body, state)  # type: ignore[arg-type]
+            results = reader.stmt(body, state)
         finally:
             self.depth -= 1
+            self.forks = reader.forks
         for r in results:
             r.frames.pop()
             r.positional = saved_positional
@@ -931,7 +948,7 @@ class Reader(Expander):
             )
             state.status = 2
             return [state]
-        verdict = test_words(words, state)
+        verdict = test_words(words, state, lambda p: self.file_text(p, state))
         state.status = None if verdict is None else int(not verdict)
         return [state]
 
@@ -1144,7 +1161,18 @@ class Reader(Expander):
             return [state]
         if self.depth >= MAX_DEPTH:
             raise self.fail(node, "files source files deeper than the reader follows")
-        return self.inline(text, f"{target} (sourced at {self.script.what} line {line(node)})", argv[2:], state)
+        if self.posix:
+            return self.inline(text, f"{target} (sourced at {self.script.what} line {line(node)})", argv[2:], state)
+        outer = state.get("BASH_SOURCE")
+        stack = list(outer.value) if outer is not None and isinstance(outer.value, list) else []
+        state.set("BASH_SOURCE", [target, *stack])  # inside the sourced file, ${BASH_SOURCE[0]} is that file
+        results = self.inline(text, f"{target} (sourced at {self.script.what} line {line(node)})", argv[2:], state)
+        for r in results:
+            if stack:
+                r.set("BASH_SOURCE", stack)
+            else:
+                r.unset("BASH_SOURCE")
+        return results
 
     b_dot = b_source
 
@@ -1155,13 +1183,18 @@ class Reader(Expander):
             return self.external(list(argv), {}, state, node, stdin, False, ())
         return self.inline(text, f"{self.script.what}, line {line(node)}: eval", None, state)
 
+    def reading(self, script: Script) -> Reader:
+        """A reader of another script in this shell (a sourced file, an eval, a function written there)."""
+        reader = Reader(
+            script, dialect=self.dialect, files=self.files, env_complete=self.env_complete, env_missing=self.env_missing
+        )
+        reader.depth, reader.forks = self.depth + 1, self.forks
+        return reader
+
     def inline(self, text: str, what: str, arguments: list[Value] | None, state: State) -> list[State]:
         """Another script read in this shell (source, eval): its variables and functions are this shell's."""
         inner = syntax.parse(text, what)
-        reader = Reader(
-            inner, dialect=self.dialect, files=self.files, env_complete=self.env_complete, env_missing=self.env_missing
-        )
-        reader.depth, reader.forks = self.depth + 1, self.forks
+        reader = self.reading(inner)
         saved = state.positional
         if arguments:
             state.positional = list(arguments)
@@ -1183,6 +1216,14 @@ class Reader(Expander):
             for i, w in enumerate(words)
             if isinstance(w, str) and re.fullmatch(r"[A-Za-z_]\w*", w) and not (i and words[i - 1] in skip)
         ]
+        if isinstance(stdin, str) and argv[0] == "read" and self._read_known(words, stdin, state):
+            return [state]
+        if isinstance(stdin, str) and argv[0] in ("mapfile", "readarray") and names:
+            lines = stdin.split("\n")
+            lines = lines[:-1] if lines and lines[-1] == "" else lines
+            state.set(names[-1], [t for t in lines] if "-t" in words else [t + "\n" for t in lines])
+            state.status = 0
+            return [state]
         for name in names or ["REPLY"]:
             state.set(name, Deferred(f"{name}, read at line {line(node)}", f"<${name}>"))
         state.status = None
@@ -1190,6 +1231,51 @@ class Reader(Expander):
 
     b_mapfile = b_read
     b_readarray = b_read
+
+    @staticmethod
+    def _read_known(words: list[Value], stdin: str, state: State) -> bool:
+        """`read [-r] [-a NAME] NAME...` of a known line (a here-string, a pipe from echo): split as bash splits
+        it by IFS. False where an option it takes is one the reader does not follow (then decided at start)."""
+        array, names, raw, i = None, [], False, 0
+        while i < len(words):
+            w = words[i]
+            if not isinstance(w, str):
+                return False
+            if w == "-r":
+                raw = True
+            elif w in ("-a", "-ra", "-ar"):
+                raw = raw or w != "-a"
+                if i + 1 >= len(words) or not isinstance(words[i + 1], str):
+                    return False
+                array = str(words[i + 1])
+                i += 1
+            elif w.startswith("-"):
+                return False
+            else:
+                names.append(w)
+            i += 1
+        if not stdin:
+            return False
+        first = stdin.split("\n", 1)[0]
+        if not raw:
+            first = re.sub(r"\\(.)", r"\1", first)
+        var = state.get("IFS")
+        ifs = " \t\n" if var is None else var.scalar
+        if not isinstance(ifs, str):
+            return False
+        fields = ifs_fields(first, ifs)
+        if array is not None:
+            state.set(array, [f for f, _ in fields])
+        targets = names or ([] if array else ["REPLY"])
+        for k, name in enumerate(targets):
+            if not names:  # REPLY: the whole line
+                state.set(name, first)
+            elif k == len(targets) - 1 and k < len(fields):  # the last name: the rest of the line
+                state.set(name, first[fields[k][1] :].rstrip("".join(c for c in ifs if c in " \t\n")))
+            else:
+                state.set(name, fields[k][0] if k < len(fields) else "")
+        state.status = 0
+        return True
 
     def b_getopts(self, argv, state, node, stdin):  # type: ignore[no-untyped-def]
         if len(argv) < 3 or not all(isinstance(a, str) for a in argv[1:3]):
@@ -1316,6 +1402,109 @@ BUILTINS = frozenset(
 )
 
 
+QUERIES = frozenset({"grep", "egrep", "fgrep", "pgrep", "pidof", "cmp", "diff"})
+
+
+def grep_known(argv: list[Value], text: str) -> int | None:
+    """grep's status on known input: 0 a line matches, 1 none; None where the options or the pattern are ones
+    the reader does not follow (a basic regular expression with \\( or \\{, a pattern file...)."""
+    if not all(isinstance(a, str) for a in argv) or posixpath.basename(str(argv[0])) not in ("grep", "egrep", "fgrep"):
+        return None
+    flags, patterns_, i = set(), [], 1
+    words = [str(a) for a in argv]
+    extended, fixed = words[0].endswith("egrep"), words[0].endswith("fgrep")
+    while i < len(words):
+        w = words[i]
+        if w == "-e" and i + 1 < len(words):
+            patterns_.append(words[i + 1])
+            i += 2
+            continue
+        if w.startswith("-") and len(w) > 1 and not w.startswith("--"):
+            for c in w[1:]:
+                if c not in "qsiEFxvwc":
+                    return None
+                flags.add(c)
+        elif w.startswith("--"):
+            return None
+        elif not patterns_ and "e" not in flags:
+            patterns_.append(w)
+        else:
+            return None  # a file operand: grep reads the file, not its input
+        i += 1
+    if not patterns_:
+        return None
+    extended, fixed = extended or "E" in flags, fixed or "F" in flags
+    compiled = []
+    for pat in patterns_:
+        if fixed:
+            body = re.escape(pat)
+        elif extended or not re.search(r"[\\+?|(){}]", pat):
+            body = pat
+        else:
+            return None
+        if "w" in flags:
+            body = rf"(?<!\w)(?:{body})(?!\w)"
+        if "x" in flags:
+            body = rf"^(?:{body})$"
+        try:
+            compiled.append(re.compile(body, re.I if "i" in flags else 0))
+        except re.error:
+            return None
+    lines = text.split("\n")
+    lines = lines[:-1] if lines and lines[-1] == "" else lines
+    hit = any(any(c.search(ln) for c in compiled) != ("v" in flags) for ln in lines)
+    return 0 if hit else 1
+
+
+def _queries(argv: list[Value]) -> bool:
+    """A command whose status is an answer (found or not), not success: grep and its kin, also as the last
+    stage of a command run on another node (`ssh HOST "docker ps | grep -q NAME"`)."""
+    name = argv[0]
+    if not isinstance(name, str):
+        return False
+    base = posixpath.basename(name)
+    if base in QUERIES:
+        return True
+    if base == "ssh" and isinstance(argv[-1], str) and len(argv) > 2:
+        last = re.split(r"\|\|?|&&|;", argv[-1])[-1].split()
+        return bool(last) and posixpath.basename(last[0]) in QUERIES
+    return False
+
+
+def ifs_fields(text: str, ifs: str) -> list[tuple[str, int]]:
+    """The fields bash's word splitting makes of `text` by `ifs`, each with where it starts: IFS whitespace
+    around the text is dropped, a run of it is one separator, and so is a non-space IFS character with the
+    whitespace beside it (`a , b` is two fields, `a,,b` three, `a,b,` two)."""
+    if ifs == "":
+        return [(text, 0)] if text else []
+    white = {c for c in ifs if c in " \t\n"}
+    fields: list[tuple[str, int]] = []
+    i, n = 0, len(text)
+    while i < n and text[i] in white:
+        i += 1
+    start, cur = i, ""
+    while i < n:
+        c = text[i]
+        if c in ifs:
+            j = i
+            while j < n and text[j] in white:
+                j += 1
+            if j < n and text[j] in ifs and text[j] not in white and (j == i or text[i] in white):
+                j += 1  # whitespace, then one non-space separator
+            elif text[i] not in white:
+                j = i + 1
+            while j < n and text[j] in white:
+                j += 1
+            fields.append((cur, start))
+            cur, start, i = "", j, j
+            continue
+        cur += c
+        i += 1
+    if cur:
+        fields.append((cur, start))
+    return fields
+
+
 def _loop_key(state: State) -> tuple[object, ...]:
     """What decides a loop's next turn: the variables, the arguments, the folder (not the commands run)."""
     return (
@@ -1339,7 +1528,7 @@ def unwrap(words: list[Value], takes_value: set[str], duration: bool) -> list[Va
     return words[i:]
 
 
-def test_words(words: list[Value], state: State) -> bool | None:
+def test_words(words: list[Value], state: State, file_text: Callable[[str], str | None] | None = None) -> bool | None:
     """`test`/`[ ]` on its words, by POSIX's rules for how many there are."""
     if any(isinstance(w, Deferred) for w in words):
         return None
@@ -1347,13 +1536,13 @@ def test_words(words: list[Value], state: State) -> bool | None:
     if not w:
         return False
     if w[0] == "!" and len(w) > 1:
-        inner = test_words(words[1:], state)
+        inner = test_words(words[1:], state, file_text)
         return None if inner is None else not inner
     if "-a" in w[1:-1] or "-o" in w[1:-1]:
         for op in ("-o", "-a"):
             if op in w[1:-1]:
                 at = w.index(op, 1)
-                x, y = test_words(words[:at], state), test_words(words[at + 1 :], state)
+                x, y = test_words(words[:at], state, file_text), test_words(words[at + 1 :], state, file_text)
                 if x is None or y is None:
                     return None
                 return (x or y) if op == "-o" else (x and y)
@@ -1366,7 +1555,10 @@ def test_words(words: list[Value], state: State) -> bool | None:
         if op == "-n":
             return arg != ""
         if op in patterns.FILE_TESTS or op == "-e":
-            return True if arg in state.files else None
+            text = state.files.get(arg) if file_text is None else file_text(arg)
+            if (op in ("-e", "-f", "-r") and text is not None) or (op == "-s" and text):
+                return True  # a file the script wrote itself, or one the reading was given
+            return None  # a file on the node: the start decides
         return None
     if len(w) == 3:
         a, op, b = w
@@ -1378,7 +1570,7 @@ def test_words(words: list[Value], state: State) -> bool | None:
 
         return binary_test(op, a, b)
     if w[0] == "(" and w[-1] == ")":
-        return test_words(words[1:-1], state)
+        return test_words(words[1:-1], state, file_text)
     return None
 
 
@@ -1439,6 +1631,8 @@ def read(
     reader = Reader(script, dialect=dialect, files=files, env_complete=env_complete, env_missing=env_missing)
     reader.depth = depth
     state = State({k: Var(v, True) for k, v in env.items()}, list(arguments), arg0, cwd=cwd)
+    if dialect not in POSIX_SHELLS and "BASH_SOURCE" not in env:  # bash: the script as it was invoked
+        state.set("BASH_SOURCE", [arg0])
     paths = []
     for end in reader.stmts(script.stmts, [state]):
         ended = "end" if end.flow in (None, "return") else "exec" if end.flow == "exec" else f"exit {end.status}"

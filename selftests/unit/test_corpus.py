@@ -71,6 +71,9 @@ def _files(entry: dict[str, Any]) -> dict[str, str]:
         local = _file(entry, path)
         if local.exists():
             out[f"{ROOT}/{path}"] = local.read_bytes().decode(errors="replace")
+    for made, source in entry.get("copies", {}).items():  # what the README has the operator copy
+        if f"{ROOT}/{source}" in out:
+            out[f"{ROOT}/{made}"] = out[f"{ROOT}/{source}"]
     return out
 
 

@@ -140,3 +140,47 @@ def test_a_script_that_starts_nothing_here_says_so():
 def test_a_usage_guard_that_stops_the_script_is_no_start():
     with pytest.raises(ParseError, match="exit 2"):
         started_by(read_script(DOCKER_RUN, script="/s.sh", args=[], env={}, files=None), container=CONTAINER, image=REF)
+
+
+def test_a_check_that_the_container_already_runs_is_a_fork_not_a_success():
+    """`docker ps | grep -q NAME` answers a question: assumed to succeed (as an action is), it said the
+    container ran already and the launcher skipped its start on every path (eugr's launch-cluster.sh)."""
+    script = (
+        "check() {\n"
+        "  if docker ps --format '{{.Names}}' | grep -q \"^vllm$\"; then RUNNING=1; return 0; fi\n"
+        '  if ssh peer "docker ps | grep -q vllm"; then RUNNING=1; fi\n'
+        "}\n"
+        "check\n"
+        '[ -n "${RUNNING:-}" ] && exit 0\n'
+        f"docker run -d --name {CONTAINER} --network host {REF} vllm serve m\n"
+    )
+    reading = read_script(script, script="/s.sh", args=[], env={}, files=None)
+    taken = [p.taken for p in reading.paths]
+    assert any(any("grep -q" in t and t.endswith("false") for t in x) for x in taken), taken
+    assert any("ssh peer" in t for x in taken for t in x), taken
+    start = started_by(reading, container=CONTAINER, image=REF)
+    assert start.docker_run is not None and start.docker_run[0].line == 7
+
+
+def test_a_function_from_a_sourced_file_is_named_by_its_own_text():
+    lib = 'pick() {\n  if [[ "$(hostname)" == head ]]; then ROLE=head; fi\n}\n'
+    script = (
+        f'source "$(dirname "${{BASH_SOURCE[0]}}")/lib.sh"\npick\ndocker run -d --name {CONTAINER} {REF} vllm serve m\n'
+    )
+    reading = read_script(script, script="/d/s.sh", args=[], env={}, files={"/d/lib.sh": lib}.get)
+    assert [p.taken for p in reading.paths] == [
+        ('`[[ "$(hostname)" == head ]];` (line 2) true',),
+        ('`[[ "$(hostname)" == head ]];` (line 2) false',),
+    ]
+
+
+def test_a_file_the_reading_was_given_exists_for_the_scripts_tests():
+    script = (
+        'DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+        'if [ -f "$DIR/config.local.env" ]; then source "$DIR/config.local.env"; fi\n'
+        f'docker run -d --name "$NAME" {REF} vllm serve m\n'
+    )
+    given = read_script(script, script="/d/s.sh", args=[], env={}, files={"/d/config.local.env": "NAME=vllm\n"}.get)
+    assert len(given.paths) == 1 and given.paths[0].ran[-1].argv[4] == "vllm"
+    unknown = read_script(script, script="/d/s.sh", args=[], env={}, files=None)
+    assert len(unknown.paths) == 2  # not given: on the node it may be there or not
