@@ -12,7 +12,7 @@ from gb10check import inventory as inv
 from gb10check.errors import CommandTimeout, ComposeRejected, GB10Error, ParseError, clip
 from gb10check.launch.docker_run import DockerRun, run_plan
 from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.from_script import ScriptStart, read_script, started_by
+from gb10check.launch.from_script import ScriptStart, read_script, started_by, started_remotely
 from gb10check.launch.plan import LaunchPlan
 from gb10check.parsers.docker import Container, Image
 from gb10check.shell.state import Ran
@@ -127,23 +127,30 @@ def image(snap: Snapshot) -> Image | None:
         return None
 
 
-def launch_script(snap: Snapshot, inventory: inv.Inventory) -> ScriptStart:
-    """What the node's launch script starts its rank with (gb10check/launch/from_script.py)."""
+def launch_script(snap: Snapshot, inventory: inv.Inventory, runs_on: Snapshot | None = None) -> ScriptStart:
+    """What the node's launch script starts its rank with (gb10check/launch/from_script.py). A script another
+    node runs (launch.runs_on) is read from that node's snapshot (`runs_on`), and what it sends this node
+    over ssh is the start."""
     deployment = inventory.deployment
     assert deployment is not None
     launch = inventory.launch_of(snap.node)
     assert launch.script is not None
     script = launch.script
+    if launch.runs_on is not None and runs_on is None:
+        raise ParseError(script, f"the script runs on {launch.runs_on}, whose snapshot was not read", script)
 
     def read() -> ScriptStart:
-        text = snap.fact(probes.LAUNCH_SCRIPT)
+        text = (runs_on or snap).fact(probes.LAUNCH_SCRIPT)
         reading = read_script(text, script=script, args=launch.args, env=launch.env, files=None)
+        if launch.runs_on is not None:
+            hosts = inventory.addresses_of(snap.node)
+            return started_remotely(reading, hosts=hosts, container=deployment.container, image=deployment.image)
         return started_by(reading, container=deployment.container, image=deployment.image)
 
     return snap.derived(f"script:{script}", read)
 
 
-def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
+def plan(snap: Snapshot, inventory: inv.Inventory, rank: int, runs_on: Snapshot | None = None) -> LaunchPlan:
     """The rank's launch plan, from the node's deployment files as its launcher starts them: its launch
     script's `docker run`, or the compose (with the launcher's shell, the script's where it runs compose)."""
     deployment = inventory.deployment
@@ -158,7 +165,7 @@ def plan(snap: Snapshot, inventory: inv.Inventory, rank: int) -> LaunchPlan:
         shell: tuple[dict[str, str], str] | None = None
         shell_source = f"the inventory's launch env for {snap.node}" if launch.env else ""
         if launch.script is not None:
-            start = launch_script(snap, inventory)
+            start = launch_script(snap, inventory, runs_on)
             if start.docker_run is not None:
                 made = from_docker_run(*start.docker_run)
                 redact.register_secret_values(made.known_env())

@@ -78,6 +78,9 @@ class Launch(_Strict):
     env_file: str | None = None  # the env file the node's compose reads (`--env-file`), when not the deployment's
     script: str | None = None  # a launch script on the node (docker run, Ray, docker compose), read with bash's grammar
     args: list[str] = []  # the script's arguments, as the operator runs it
+    # the node the script is on and run from, where that is another node: a head's script that starts this
+    # node's container over SSH (`ssh WORKER "docker run ..."`); read there, what it sends this node is its plan
+    runs_on: str | None = Field(None, pattern=NAME)
 
 
 class Node(_Strict):
@@ -495,9 +498,40 @@ class Inventory(_Strict):
         problems += topology.problems(self.topology, by_rank, [(r.name, r.nodes) for r in rails])
         problems += self._control_problems()
         problems += self._rail_count_problems()
+        problems += self._runs_on_problems()
         if problems:
             raise ValueError(_lines(problems))
         return self
+
+    def _runs_on_problems(self) -> list[str]:
+        problems = []
+        for n in self.nodes:
+            launch = self.launch_of(n.name)
+            if launch.runs_on is None:
+                continue
+            where = f"nodes {n.name}: launch.runs_on = {launch.runs_on!r}"
+            if launch.runs_on == n.name:
+                problems.append(f"{where} names the node itself: leave runs_on out for a script the node runs")
+            elif launch.runs_on not in {m.name for m in self.nodes}:
+                problems.append(f"{where} names no node of the inventory")
+            elif launch.script is None:
+                problems.append(f"{where}, but no launch script is named: runs_on says where the script runs")
+            elif self.launch_of(launch.runs_on).script != launch.script:
+                problems.append(
+                    f"{where}: the script is read there, and {launch.runs_on}'s launch script is "
+                    f"{self.launch_of(launch.runs_on).script or 'not named'}, not {launch.script}"
+                )
+        return problems
+
+    def addresses_of(self, node: str) -> list[str]:
+        """What a script may name the node by (`ssh HOST`): its name, its SSH host, its rails' and its control
+        plane's addresses (without their prefix)."""
+        spec = self.node(node)
+        out = [spec.name, *([spec.host] if spec.host else [])]
+        out += [m.address.split("/")[0] for _, m in self.members_of(node)]
+        if self.control is not None and node in self.control.addresses:
+            out.append(self.control.addresses[node].split("/")[0])
+        return list(dict.fromkeys(out))
 
     def _rail_count_problems(self) -> list[str]:
         """A switch on one rail is refused unless [cluster] rails = 1 says it is meant; a count said is the count."""
@@ -574,6 +608,7 @@ class Inventory(_Strict):
             env_file=own.env_file if "env_file" in given else base.env_file,
             script=own.script if "script" in given else base.script,
             args=own.args if "args" in given else base.args,
+            runs_on=own.runs_on if "runs_on" in given else base.runs_on,
         )
 
     def env_file_of(self, node: str) -> str | None:

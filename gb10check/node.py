@@ -190,7 +190,10 @@ class ClusterNodes:
         """The launch plan of the node's rank (gb10check/launch), from its snapshot."""
         from gb10check.facts import plan  # facts reads the deployment; node.py only gathers
 
-        return plan(self.snapshot(name), self.inventory, self.nodes[name].spec.rank)
+        runs_on = self.inventory.launch_of(name).runs_on  # a script another node runs: read there
+        return plan(
+            self.snapshot(name), self.inventory, self.nodes[name].spec.rank, self.snapshot(runs_on) if runs_on else None
+        )
 
     def unreachable(self, names: Iterable[str]) -> list[str]:
         """Of these nodes, those that could not be asked (their snapshot failed): a finding that needs

@@ -216,7 +216,10 @@ def plans(
 ) -> list[RankReport]:
     reads = (*(RUNNING_READS if running else FILE_READS), *(() if offline else NODE_READS))
     specs = [n for n in sorted(inventory.nodes, key=lambda n: n.rank) if not only or n.name in only]
-    inventories = {n.name: offline_inventory(inventory, files, n.name) if offline else inventory for n in specs}
+    # and the nodes whose script starts one of these over ssh (launch.runs_on): the script is read there
+    script_hosts = {r for n in specs if (r := inventory.launch_of(n.name).runs_on) is not None}
+    read_from = [*specs, *(n for n in inventory.nodes if n.name in script_hosts and n not in specs)]
+    inventories = {n.name: offline_inventory(inventory, files, n.name) if offline else inventory for n in read_from}
     snaps = read_snapshots(inventories, reads, offline)
     read = "files on this machine" if offline else "the running containers" if running else "the nodes"
     reports = []
@@ -226,7 +229,12 @@ def plans(
         try:
             if snap.error is not None:
                 raise snap.error
-            report.plan = _running(snap, spec) if running else facts.plan(snap, its, spec.rank)
+            runs_on = its.launch_of(spec.name).runs_on  # a script another node runs is read on that node
+            report.plan = (
+                _running(snap, spec)
+                if running
+                else facts.plan(snap, its, spec.rank, snaps.get(runs_on) if runs_on else None)
+            )
         except GB10Error as exc:
             report.error = str(exc)
         if report.plan is not None:

@@ -443,7 +443,11 @@ DOTENV: Read[dict[str, str]] = Read("dotenv", _dotenv_command, parse_dotenv)
 # the node's launch script (inventory: launch = { script = ... }), read with bash's grammar (gb10check/launch)
 LAUNCH_SCRIPT: Read[str] = Read(
     "launch_script",
-    lambda w: f"cat {q(script)}" if (script := w.inventory.launch_of(w.node.name).script) else None,
+    lambda w: (
+        f"cat {q(launch.script)}"
+        if (launch := w.inventory.launch_of(w.node.name)).script and launch.runs_on is None
+        else None
+    ),  # a script another node runs (runs_on) is read there
     str,
 )
 # -- the model's hub folder ----------------------------------------------------------------------

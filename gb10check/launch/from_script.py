@@ -7,11 +7,14 @@ Which `docker run` starts the rank, where a script runs several (a throwaway `do
 nvidia-smi` first): the one that names the deployment's container, else the one whose command runs vLLM or
 Ray, else the one of the deployment's image. Paths that start different containers (a head and a worker
 branch on a condition only the start decides) are refused, naming the lines and the condition: the node's
-`launch.args` or `launch.env` pick its branch. Pure.
+`launch.args` or `launch.env` pick its branch. A node a head's script starts over ssh (`launch.runs_on`):
+the head's script read with the head's arguments, and the command it sends the node (`ssh WORKER "docker
+run ..."`) read as the node's login shell reads it, each value the head decides at start kept so. Pure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from dataclasses import dataclass
 
@@ -21,7 +24,16 @@ from gb10check.shell.state import Ran
 from gb10check.shell.values import Value
 from gb10check.shell.walk import Files, Reading, read
 
-__all__ = ["SHELL_UNKNOWN", "ComposeUp", "ScriptStart", "read_script", "started_by"]
+__all__ = [
+    "SHELL_UNKNOWN",
+    "SSH_TAKES_VALUE",
+    "ComposeUp",
+    "ScriptStart",
+    "read_script",
+    "ssh_remote",
+    "started_by",
+    "started_remotely",
+]
 
 # the environment the operator's shell gives the script is not known: a variable it does not set is
 # decided at start (never taken as unset), unless the inventory's launch env names it
@@ -121,11 +133,97 @@ def _pick(runs: list[tuple[Ran, DockerRun]], container: str, image: str) -> list
     return runs
 
 
+SSH_TAKES_VALUE = frozenset("BbcDEeFIiJLlmOoPpQRSWw")  # ssh's options that take a value (ssh(1))
+
+
+def _ssh_words(words: list[Value]) -> tuple[Value, list[Value]] | None:
+    """`ssh [options] [user@]HOST COMMAND...`: the host and the command's words; None for no ssh or no command."""
+    if not words or not isinstance(words[0], str) or posixpath.basename(words[0]) != "ssh":
+        return None
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if not isinstance(w, str) or not w.startswith("-") or w == "-":
+            break
+        if w == "--":
+            i += 1
+            break
+        if w[-1] in SSH_TAKES_VALUE and len(w) == 2:
+            i += 1  # `-o X`, `-p 22`: its value is the next word
+        i += 1
+    if i + 1 >= len(words):
+        return None
+    host = words[i]
+    return (host.rpartition("@")[2] if isinstance(host, str) else host), words[i + 1 :]
+
+
+def ssh_remote(r: Ran) -> tuple[Value, str, dict[str, Value]] | None:
+    """What an `ssh HOST COMMAND...` the script runs sends: the host, and the command line (ssh joins its
+    words with spaces; the remote login shell reads it) with each value decided at start as a variable of
+    its own, given in the dict, that the remote reading expands as decided at start (`-v <$HF_HOME>:/root`
+    is sent as `-v ${__gb10_0}:/root`). None for no ssh, or an ssh with no command."""
+    split = _ssh_words(list(r.argv))
+    if split is None:
+        return None
+    host, words = split
+    env: dict[str, Value] = {}
+    out: list[str] = []
+    for w in words:
+        if isinstance(w, str):
+            out.append(w)
+            continue
+        text = ""
+        for part in w.parts or (w,):
+            if isinstance(part, str):
+                text += part
+            else:
+                name = f"__gb10_{len(env)}"
+                env[name] = part
+                text += "${" + name + "}"
+        out.append(text)
+    return host, " ".join(out), env
+
+
+def started_remotely(reading: Reading, *, hosts: list[str], container: str, image: str) -> ScriptStart:
+    """What a script that runs on another node starts on this one, named by any of `hosts`: each command it
+    sends there (`ssh WORKER "docker run ..."`) read as the remote shell reads it; the starting command is then
+    picked as started_by picks it, each shown at the script's own line."""
+    sent: list[Ran] = []
+    undecided: list[str] = []
+    for r in reading.commands():
+        remote = ssh_remote(r)
+        if remote is None:
+            continue
+        host, command, deferred = remote
+        if not isinstance(host, str):
+            undecided.append(f"line {r.line}: the host `{host}`")
+            continue
+        if host not in hosts:
+            continue
+        inner = read(command, what=f"{r.script} line {r.line}: ssh {host}", env=deferred, files=None,
+                     env_complete=False, env_missing="the login shell's environment on the node")  # fmt: skip
+        for p in inner.paths:
+            sent += [dataclasses.replace(x, line=r.line, script=r.script, taken=r.taken + x.taken) for x in p.ran]
+    if not sent:
+        also = f" ({'; '.join(undecided)} decided at start)" if undecided else ""
+        raise ParseError(
+            reading.what,
+            f"no path through the script sends this node (by {', '.join(hosts)}) a command over ssh{also}: "
+            "name the node's own launch.script, or check that the script's node list names it",
+            ", ".join(hosts),
+        )
+    return _start(sent, Reading(reading.paths, reading.what), container, image)
+
+
 def started_by(reading: Reading, *, container: str, image: str) -> ScriptStart:
     """The command on the script's paths that starts the rank's container; ParseError naming why not."""
+    return _start(reading.commands(), reading, container, image)
+
+
+def _start(commands: list[Ran], reading: Reading, container: str, image: str) -> ScriptStart:
     runs: list[tuple[Ran, DockerRun]] = []
     ups: list[ComposeUp] = []
-    for r in reading.commands():
+    for r in commands:
         args = docker_run_argv(r.argv)
         if args is not None:
             runs.append((r, parse_docker_run(args, what=r.script, line=r.line)))
@@ -162,6 +260,7 @@ def started_by(reading: Reading, *, container: str, image: str) -> ScriptStart:
         reading.what,
         "no path through the script runs `docker run` or `docker compose up` (it ends: "
         f"{ended}); a launcher that starts the containers on other nodes (ssh HOST docker run ...) is read per "
-        "node: give each node the script it runs (nodes' launch.script)",
+        "node: give each node the script it runs (nodes' launch.script), or, on a node the script starts over ssh, "
+        "launch.runs_on = the node it runs on",
         ended,
     )

@@ -669,7 +669,7 @@ def split(pieces: list[Any]) -> list[Value]:
             out.append("".join(str(f) for f in field))
         else:
             splits = any(isinstance(f, Deferred) and f.splits for f in field)
-            out.append(Deferred(deferred.why, "".join(str(f) for f in field), splits))
+            out.append(Deferred(deferred.why, "".join(str(f) for f in field), splits, parts_of(field)))
     return out
 
 

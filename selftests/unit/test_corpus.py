@@ -35,7 +35,7 @@ from gb10check.errors import DecidedAtStart, GB10Error, ParseError
 from gb10check.inventory import Inventory, parse_inventory
 from gb10check.launch.docker_run import run_plan
 from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.from_script import read_script, started_by
+from gb10check.launch.from_script import read_script, started_by, started_remotely
 from gb10check.launch.plan import LaunchPlan
 from gb10check.launch.process import started
 from gb10check.launch.rules import RULES, Context, NotApplicable
@@ -176,15 +176,23 @@ def _bash_accepts(path: Path) -> bool:
 def _script_plan(entry: dict[str, Any], rank: dict[str, Any]) -> Outcome:
     text = _file(entry, entry["path"]).read_bytes().decode(errors="replace")
     files = _files(entry)
+    runs_on = next((r for r in entry["rank"] if r["rank"] == rank["runs_on"]), None) if "runs_on" in rank else None
+    invoked = runs_on or rank  # a rank another rank's run of the script starts: that run's args and env
     reading = read_script(
-        text, script=f"{ROOT}/{entry['path']}", args=list(rank.get("args", [])), env=dict(rank.get("env", {})),
+        text, script=f"{ROOT}/{entry['path']}", args=list(invoked.get("args", [])), env=dict(invoked.get("env", {})),
         files=files.get,
     )  # fmt: skip
     if entry["kind"] == "other-script" or entry["expect"] == "read":
         launch = started(reading, f"{ROOT}/{entry['path']}")
         return Outcome(found={"role": launch.role or "none"})
     try:
-        start = started_by(reading, container=entry.get("container", ""), image=entry.get("image", ""))
+        if runs_on is not None:
+            hosts = [a.split("/")[0] for a in rank["addresses"]]
+            start = started_remotely(
+                reading, hosts=hosts, container=entry.get("container", ""), image=entry.get("image", "")
+            )
+        else:
+            start = started_by(reading, container=entry.get("container", ""), image=entry.get("image", ""))
     except ParseError as exc:
         return Outcome(refused=str(exc))
     if start.docker_run is None:

@@ -13,7 +13,7 @@ from gb10check.errors import ParseError
 from gb10check.inventory import parse_inventory
 from gb10check.launch.docker_run import run_plan
 from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.from_script import read_script, started_by
+from gb10check.launch.from_script import read_script, started_by, started_remotely
 from gb10check.launch.rules import RULES, Context, NotApplicable
 from gb10check.parsers.docker import Image
 from selftests.unit.test_launch_plan import COMPOSE, IMAGE
@@ -184,3 +184,56 @@ def test_a_file_the_reading_was_given_exists_for_the_scripts_tests():
     assert len(given.paths) == 1 and given.paths[0].ran[-1].argv[4] == "vllm"
     unknown = read_script(script, script="/d/s.sh", args=[], env={}, files=None)
     assert len(unknown.paths) == 2  # not given: on the node it may be there or not
+
+
+def _over_ssh(script: str) -> str:
+    """The sim's docker run launcher as a head would send it: the same docker run, as one line over ssh."""
+    head, _, _ = script.partition("docker rm -f vllm-qwen38")
+    sent = (
+        "docker run -d --name vllm-qwen38 --network host --ipc host --restart no "
+        "--device /dev/infiniband:/dev/infiniband --cap-add IPC_LOCK --ulimit memlock=-1 --ulimit stack=67108864 "
+        "--memory 105g -v ${HF:-/home/lenovo/vllm/huggingface}:/root/.cache/huggingface -e MASTER_ADDR=169.254.94.252 "
+        "-e MASTER_PORT=29501 ${NCCL_ENV[*]} -e HF_HUB_OFFLINE=1 -e MODEL_ID=$MODEL_ID -e NODE_RANK=$RANK "
+        "-e VLLM_HOST_IP=$HOST_IP --entrypoint vllm $IMAGE serve ${common[*]} ${role[*]}"
+    )
+    return head + f'ssh -o BatchMode=yes -p 22 lenovo@169.254.159.206 "{sent}"\nssh spark-other "docker run -d img x"\n'
+
+
+def test_a_node_the_head_starts_over_ssh_has_the_plan_of_its_own_docker_run():
+    reading = read_script(
+        _over_ssh(DOCKER_RUN), script="/h/head.sh", args=["1"], env={"HF": "/home/lenovo/vllm/huggingface"}, files=None
+    )
+    with pytest.raises(ParseError, match=r"no path through the script runs `docker run`.*launch.runs_on"):
+        started_by(reading, container=CONTAINER, image=REF)
+    start = started_remotely(reading, hosts=["n1", "169.254.159.206"], container=CONTAINER, image=REF)
+    assert start.docker_run is not None
+    ran, run = start.docker_run
+    assert ran.line == DOCKER_RUN.partition("docker rm -f")[0].count("\n") + 1 and ran.script == "/h/head.sh"
+    sent = run_plan(run, ran, node="n1", rank=1, image=IMG, host_file=lambda _p: None)
+    assert _same(sent) == _same(_docker_run(1))
+    with pytest.raises(ParseError, match=r"sends this node \(by n7, 10.0.0.7\) a command over ssh"):
+        started_remotely(reading, hosts=["n7", "10.0.0.7"], container=CONTAINER, image=REF)
+
+
+def test_a_value_decided_at_start_in_what_ssh_sends_stays_one_deferred_word():
+    """The head's own unknown (HF not in its environment) reaches the node inside the sent line: the remote
+    reading keeps it decided at start in its place and reads every other word."""
+    reading = read_script(_over_ssh(DOCKER_RUN), script="/h/head.sh", args=["1"], env={}, files=None)
+    start = started_remotely(reading, hosts=["169.254.159.206"], container=CONTAINER, image=REF)
+    assert start.docker_run is not None
+    _, run = start.docker_run
+    assert run.last("--network") == "host" and run.image == REF
+    mounts = [v for k, v in run.flags if k in ("-v", "--volume")]
+    assert len(mounts) == 1 and str(mounts[0]).endswith(":/root/.cache/huggingface") and not isinstance(mounts[0], str)
+
+
+def test_runs_on_is_checked_against_the_inventory():
+    base = (ROOT / "fixtures" / "cluster.example.toml").read_text()
+    for launch, message in (
+        ('launch = { script = "/h/head.sh", runs_on = "nowhere" }', "names no node"),
+        ('launch = { runs_on = "thinkstationpgx-30" }', "no launch script is named"),
+        ('launch = { script = "/h/other.sh", runs_on = "thinkstationpgx-30" }', "launch script is not named"),
+    ):
+        text = base.replace('user = "lenovo"\n', f'user = "lenovo"\n{launch}\n', 1)
+        with pytest.raises(Exception, match=message):
+            parse_inventory(text, "t.toml")
