@@ -325,6 +325,11 @@ class Thresholds(_Strict):
     # run ib_write_bw while the deployment's container runs (it competes with NCCL for the links): for
     # a cluster whose deployment runs but serves nobody (a test window); --bandwidth does it for one run
     bandwidth_while_serving: bool = False
+    # NCCL in the serving image (tests_network/test_collective.py): each rank as it will run, every node at once
+    collective: bool = True  # false: not run (the check skips, saying so)
+    collective_join_timeout: float = Field(60.0, gt=0, le=1800)  # every rank joins within this (torch's timeout)
+    collective_timeout: float = Field(180.0, gt=0, le=3600)  # the whole run, every node; then each is removed
+    collective_max_buffer_gib: float = Field(1.0, gt=0, le=16)  # the largest buffer, also within MemAvailable / 8
 
 
 class NcclTests(_Strict):

@@ -133,6 +133,7 @@ def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario,
     d, spec = node.dir, node.spec
     (d / "bin").mkdir(parents=True)
     shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
+    shutil.copy2(PROJECT_ROOT / "sim" / "collective_rank.py", d / "collective_rank.py")  # what its docker run runs
     state = {
         "node": node.name,
         "nodes": list(scenario.nodes),  # in rank order: the ranks nccl-tests lists
@@ -418,6 +419,7 @@ def _docker_state(node: SimNode, scenario: Scenario, inventory: inv.Inventory) -
     )
     state["nccl_library"] = _nccl_library(node, scenario)
     state["mlx5_dmabuf"] = node.spec.docker.mlx5_dmabuf
+    state["collective"] = node.spec.docker.collective.model_dump()
     image_env = state.pop("image_env", None)
     if image_env is not None:
         for image in state["images"]:

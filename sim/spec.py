@@ -135,6 +135,15 @@ class NcclLibrary(_Spec):
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
+class Collective(_Spec):
+    """docker.collective: NCCL in the deployment's image, as gb10check's collective runs it (sim/collective_rank.py)."""
+
+    ib: bool = True  # the image's RDMA userspace is there: false, NCCL finds no IB device and uses sockets
+    busbw_gbs: float = Field(24.0, gt=0)  # the bus bandwidth its largest buffer reaches (smaller ones less)
+    wrong_result: bool = False  # this rank's all_reduce comes out wrong
+    hang: bool = False  # NCCL's init never returns (until the container is removed)
+
+
 class Docker(_Spec):
     daemon: Literal["up", "down"] = "up"
     compose_plugin: bool = True  # false: `docker compose` is not a docker command (the fallback reader)
@@ -151,6 +160,7 @@ class Docker(_Spec):
     nccl_library: NcclLibrary = NcclLibrary()  # the libnccl the container loads (skew across the nodes)
     # whether the image's libmlx5 (rdma-core) exports mlx5dv_reg_dmabuf_mr (NCCL's GPU Direct RDMA needs it)
     mlx5_dmabuf: bool = True
+    collective: Collective = Collective()  # NCCL in the image, as gb10check's collective runs it
 
 
 class Ufw(_Spec):

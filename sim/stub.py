@@ -15,6 +15,7 @@ import time
 
 __all__ = [
     "BANNER",
+    "COLLECTIVE_MARK",
     "COMPLETION_ERROR",
     "CONTAINER_ENV",
     "DAEMON_DOWN",
@@ -38,10 +39,12 @@ __all__ = [
     "PROCESSES_MARK",
     "RTR",
     "STARS",
+    "STATE_FILE",
     "TOOLS",
     "TYPE_CHECKING",
     "WC_FAILURE",
     "all_gather_perf",
+    "collective_containers",
     "dmesg",
     "docker",
     "hashlib_hex",
@@ -313,6 +316,10 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         }
         body.update(_created(c).get("inspect", {}))  # as Docker created it from the compose (sim/container.py)
         return json.dumps([body], indent=4) + "\n", "", 0
+    if words[:1] == ["run"] and COLLECTIVE_MARK in " ".join(words[:8]):
+        return _collective(state, words)
+    if words[:1] == ["rm"]:
+        return _rm([w for w in words[1:] if not w.startswith("-")])
     if words[:1] == ["run"]:
         ref = next((w for w in words[1:] if _image(state, w)), None)
         if ref is None:
@@ -323,6 +330,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         if entrypoint == "sh" and NCCL_MARK in " ".join(words):
             return _nccl_library(d, running=False)
         return _gpu_list(state)
+    if words[:1] == ["ps"] and any(f"label={COLLECTIVE_MARK}" in w for w in words):
+        return "".join(f"{name}\n" for name in collective_containers()), "", 0  # `--format {{.Names}}`
     if words[:1] == ["ps"] or words[:2] == ["container", "ls"]:
         return _ps(d), "", 0
     if words[:1] == ["logs"]:
@@ -345,6 +354,97 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
 
 
 PROCESSES_MARK = "gb10check-proc"  # gb10check/launch/running.py's PROCESSES_SCRIPT, as it prints
+COLLECTIVE_MARK = "gb10check-collective"  # gb10check/collective.py's containers are named after it
+STATE_FILE = ""  # the node's state file (main sets it): its folder holds the collective's containers
+
+
+def _containers_dir() -> str:
+    import os
+
+    path = os.path.join(os.path.dirname(STATE_FILE), "containers")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _collective(state: dict[str, Any], words: list[str]) -> tuple[str, str, int]:
+    """`docker run --rm --name gb10check-collective-... IMAGE -c PROGRAM`: the rank runs as a process of its
+    own session (a container outlives the docker CLI that started it, until `docker rm -f`), sim/collective_rank.py
+    standing in for the image's python3; the CLI waits for it and prints what it printed."""
+    import os
+
+    name = words[words.index("--name") + 1]
+    env = dict(w.partition("=")[::2] for i, w in enumerate(words) if i and words[i - 1] in ("-e", "--env"))
+    ref = next((w for w in words if _image(state, w)), None)
+    if ref is None:
+        image = words[words.index("--entrypoint") + 2] if "--entrypoint" in words else "?"
+        return "", f"docker: Error response from daemon: No such image: {image}\n", 125
+    folder = _containers_dir()
+    pidfile, outfile = os.path.join(folder, name + ".pid"), os.path.join(folder, name + ".out")
+    if os.path.exists(pidfile):
+        return (
+            "",
+            (f'docker: Error response from daemon: Conflict. The container name "/{name}" is already in use.\n'),
+            125,
+        )
+    child = os.fork()
+    if child == 0:  # the container
+        os.setsid()
+        with open(pidfile, "w") as fh:
+            fh.write(str(os.getpid()))
+        code = 1
+        try:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the stub's folder out
+            import collective_rank  # type: ignore[import-not-found]  # beside this stub
+
+            lines: list[str] = []
+            with open(outfile, "w") as fh:
+                os.dup2(fh.fileno(), 1)
+                code = collective_rank.run(state, env, lines)
+                sys.stdout.write("".join(f"{line}\n" for line in lines))
+                sys.stdout.flush()
+        finally:
+            for path in (pidfile,):
+                if os.path.exists(path):
+                    os.unlink(path)
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    text = ""
+    if os.path.exists(outfile):
+        with open(outfile) as fh:
+            text = fh.read()
+        os.unlink(outfile)
+    return text, "", os.waitstatus_to_exitcode(status) if status else 0
+
+
+def _rm(names: list[str]) -> tuple[str, str, int]:
+    """`docker rm -f NAME...`: a collective's container killed and removed, its name printed; any other name
+    is no container here."""
+    import os
+    import signal
+
+    out, err, rc = "", "", 0
+    for name in names:
+        pidfile = os.path.join(_containers_dir(), name + ".pid")
+        if not name.startswith(COLLECTIVE_MARK) or not os.path.exists(pidfile):
+            err += f"Error response from daemon: No such container: {name}\n"
+            rc = 1
+            continue
+        try:
+            with open(pidfile) as fh:
+                os.killpg(int(fh.read().strip()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+        if os.path.exists(pidfile):
+            os.unlink(pidfile)
+        out += name + "\n"
+    return out, err, rc
+
+
+def collective_containers() -> list[str]:
+    """The collective's containers this node runs now (their pid files)."""
+    import os
+
+    return sorted(f[: -len(".pid")] for f in os.listdir(_containers_dir()) if f.endswith(".pid"))
 
 
 def _created(c: dict[str, Any]) -> dict[str, Any]:
@@ -799,7 +899,9 @@ def _repeat(out: str, err: str, times: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global STATE_FILE
     state_file, tool, args = argv[1], argv[2], argv[3:]
+    STATE_FILE = state_file
     with open(state_file) as fh:
         state = json.load(fh)
     joined = " ".join(args)

@@ -56,3 +56,10 @@ def skip_while_serving(cluster, inventory, request):
                 )
 
     return skip
+
+
+def pytest_collection_modifyitems(config, items):
+    """NCCL in the serving image runs after every other check (tests_network/test_collective.py): what they
+    found broken explains its failure, and it is the slowest."""
+    last = [i for i in items if "tests_network/test_collective.py" in i.nodeid]
+    items[:] = [i for i in items if i not in last] + last
