@@ -26,8 +26,10 @@ from gb10check.parsers.vllm_log import Channels, Gdr, nccl_channels, nccl_gdr, n
 
 __all__ = [
     "ENV_PREFIXES",
+    "KINDS",
     "MARK",
     "PROGRAM",
+    "Figure",
     "RankOutcome",
     "container_name",
     "docker_run_argv",

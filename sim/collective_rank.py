@@ -27,7 +27,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["TYPE_CHECKING", "hca_selects", "run"]
+__all__ = [
+    "MARK",
+    "TYPE_CHECKING",
+    "hca_selects",
+    "run",
+]
 
 MARK = "gb10check-collective"
 

@@ -19,6 +19,7 @@ __all__ = [
     "API_PORT",
     "DEPLOYMENT_USER",
     "MEMINFO",
+    "Collective",
     "Container",
     "Deployment",
     "Docker",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from fixtures.cluster import progress_writer
 from fixtures.owners import failed_so_far
 from gb10check import facts, probes
 from gb10check.collective import RankOutcome, container_name, docker_run_argv, parse_rank_output, remove_command
@@ -116,21 +117,24 @@ def collective(cluster, inventory, deployment, request):
         for n in nodes
     }  # fmt: skip
     start = time.monotonic()
-    results = {}
-    removed: list[str] = []
+
+    def remove(n):
+        res = cluster[n].run(remove_command(names[n]), REMOVE_TIMEOUT)
+        return [f"{line.strip()} on {n}" for line in res.stdout.splitlines() if line.strip() == names[n]]
+
+    def remove_all() -> list[str]:
+        return [gone for here in map_parallel(remove, nodes, name="gb10check-collective-rm") for gone in here]
+
     try:
         ran = map_parallel(
             lambda n: cluster[n].run(commands[n], t.collective_timeout), nodes, name="gb10check-collective"
         )
-        results = dict(zip(nodes, ran, strict=True))
-    finally:  # whatever ended the run (the bound, a failed rank, SIGINT or SIGTERM): nothing of it stays
-
-        def remove(n):
-            res = cluster[n].run(remove_command(names[n]), REMOVE_TIMEOUT)
-            return [f"{line.strip()} on {n}" for line in res.stdout.splitlines() if line.strip() == names[n]]
-
-        for gone_here in map_parallel(remove, nodes, name="gb10check-collective-rm"):
-            removed += gone_here
+    except BaseException:  # the bound, a failed rank, SIGINT or SIGTERM: nothing of it stays, and the run says so
+        gone = ", ".join(remove_all()) or "none left"
+        progress_writer(request.config, every=0)(f"the collective in the serving image was cut short; removed: {gone}")
+        raise
+    removed = remove_all()
+    results = dict(zip(nodes, ran, strict=True))
     outcomes = {}
     timed_out = []
     for name in nodes:
