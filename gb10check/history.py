@@ -101,7 +101,14 @@ class Kind:
 # varies far less (decode 22.6 vs 23.3 tokens/s, ib_write_bw within a few %): a site may tighten the
 # floors ([history] floor); the checks' own minimums (min_gbps, min_decode_tokens_per_s) hold anyway.
 KINDS = (
-    Kind("bandwidth", ("bandwidth_gbps", "nccl_busbw_gbs"), 1, 0.35, 0.45),  # ib_write_bw per rail, NCCL across all
+    # ib_write_bw per rail, NCCL across all (nccl-tests; the collective in the serving image, both operations)
+    Kind(
+        "bandwidth",
+        ("bandwidth_gbps", "nccl_busbw_gbs", "collective_all_gather_busbw_gbs", "collective_all_reduce_busbw_gbs"),
+        1,
+        0.35,
+        0.45,
+    ),
     Kind("tokens_per_s", ("decode_tokens_per_s",), 1, 0.4, 0.6),
     Kind("memory", ("mem_available_gib",), 1, 0.35, 0.6),
     Kind("ttft", ("ttft_s",), -1, 0.75, 2.0),
