@@ -3,7 +3,8 @@
 The suite records what it ran on each node, probe by probe (summary.json, transports.<node>.sent);
 each must be one of the forms below. The documented exceptions: the snapshot's temp dir with its
 trap (tested on build_script itself), `docker run --rm --network none` of the container-GPU
-check, and the bandwidth test's own short-lived processes (is_bandwidth_process: exactly the
+check, before start the collective's own throwaway container and its `docker rm -f` (is_collective_command),
+and the bandwidth test's own short-lived processes (is_bandwidth_process: exactly the
 commands gb10check/bandwidth.py writes). The opt-in `docker stop` of --stop-on-low-memory is not
 sent by such a run (selftests/e2e/test_service.py proves it is sent only with the flag).
 """
@@ -17,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gb10check import bandwidth, init_command, plan_command, probes
+from gb10check import bandwidth, collective, init_command, plan_command, probes
 from gb10check.inventory import load_inventory
 from gb10check.launch import running
 from gb10check.parsers import nccl_library
@@ -230,3 +231,49 @@ def test_a_healthy_run_of_every_marker_sends_only_reads(tmp_path):
         for node, commands in sent.items()
     }
     assert not_reads == {node: [] for node in sent}
+
+
+def is_collective_command(command: str) -> bool:
+    """Exactly what gb10check/collective.py sends: its throwaway container (`--rm --pull never`, its own
+    name and label, the plan's settings and variables, PROGRAM), and the `docker rm -f` of that name."""
+    name = rf"{collective.MARK}-\d+-\d+-r\d+"
+    if re.fullmatch(rf"docker rm -f {name}", command):
+        return True
+    head = rf"docker run --rm --pull never --name {name} --label {collective.MARK}=1 "
+    tail = " --entrypoint python3 " + r"[\w./:+-]+" + " -c " + re.escape(shlex.quote(collective.PROGRAM))
+    m = re.fullmatch(head + r"(?P<flags>.*?)" + tail, command, re.S)
+    if m is None:
+        return False
+    flags = shlex.split(m["flags"])
+    # the rank's own container settings (the deployment's, from its launch plan) and its variables
+    valued = {"--network", "--ipc", "--shm-size", "--cap-add", "--device", "--ulimit", "--runtime", "--gpus", "-e"}
+    i = 0
+    while i < len(flags):
+        if flags[i] == "--privileged":
+            i += 1
+        elif flags[i] in valued and i + 1 < len(flags):
+            i += 2
+        else:
+            return False
+    return True
+
+
+def test_before_start_the_collective_sends_only_its_own_container_and_reads(tmp_path):
+    """Before vLLM starts, the network stage runs NCCL in the serving image (tests_network/test_collective.py):
+    on each node its throwaway container and its removal, exactly as gb10check/collective.py writes them."""
+    run = run_suite(tmp_path, "--sim", "before-start", "-m", "network", timeout=300)
+    assert run.rc == 0, run.out
+    sent = {node: t["sent"] for node, t in run.summary["transports"].items()}
+    ours = {node: [c for c in commands if is_collective_command(c)] for node, commands in sent.items()}
+    assert all(len(c) == 2 for c in ours.values()), ours  # its run and its removal, on every node
+    others = {
+        node: [
+            c
+            for c in commands
+            if not (is_read(c) or any(re.fullmatch(f, c) for f in DOCUMENTED) or is_bandwidth_process(c))
+            and not is_collective_command(c)
+        ]
+        for node, commands in sent.items()
+    }
+    assert others == {node: [] for node in sent}
+    assert not is_collective_command("docker run --rm --pull never --name gb10check-collective-1-2-r0 alpine rm -rf /")
