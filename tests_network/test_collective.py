@@ -73,10 +73,6 @@ def collective(cluster, inventory, deployment, request):
     gone = cluster.unreachable(nodes)
     if gone:
         pytest.skip(follows_from(gone))
-    earlier = [t for t in failed_so_far(request.config, nodes) if "test_collective" not in t]
-    if earlier:
-        pytest.skip(f"follows from {earlier[0]}" + (f" and {len(earlier) - 1} more" if len(earlier) > 1 else "")
-                    + " (failed in this run): the collective needs what they found broken; fix them first")  # fmt: skip
     for name in nodes:
         try:
             running = facts.container(cluster.snapshot(name))
@@ -87,6 +83,10 @@ def collective(cluster, inventory, deployment, request):
                 f"vLLM's container {running.name} runs on {name}: its GPU memory is vLLM's. Run `gb10check "
                 "network` before starting vLLM (or after `docker compose down` on every node)"
             )
+    earlier = [t for t in failed_so_far(request.config, nodes) if "test_collective" not in t]
+    if earlier:
+        pytest.skip(f"follows from {earlier[0]}" + (f" and {len(earlier) - 1} more" if len(earlier) > 1 else "")
+                    + " (failed in this run): the collective needs what they found broken; fix them first")  # fmt: skip
     missing = [n for n in nodes if facts.image(cluster.snapshot(n)) is None]
     if missing:
         pytest.skip(f"the image {deployment.image} is not on {', '.join(missing)} (preflight's image check says why)")
