@@ -49,6 +49,10 @@ def test_a_wheel_in_a_fresh_venv_runs_the_suite_from_another_directory(tmp_path)
     compose = Path(sys.executable).parent / "docker-compose"
     if compose.is_file():  # the sim's Docker Compose, beside the suite's Python as bin/setup puts it
         (venv / "bin" / "docker-compose").symlink_to(compose)
+    # the shell parser's binary: a dependency's (shfmt-py) file in the venv's bin, which pip would have put there
+    shfmt = Path(sys.executable).parent / "shfmt"
+    assert shfmt.is_file(), "shfmt-py's shfmt beside this Python: bin/setup installs it"
+    (venv / "bin" / "shfmt").symlink_to(shfmt)
 
     elsewhere = tmp_path / "operator"
     elsewhere.mkdir()
