@@ -199,7 +199,3 @@ def _flush(out: list[str]) -> None:
     sys.stdout.write("".join(f"{line}\n" for line in out))
     sys.stdout.flush()
     out.clear()
-
-
-if __name__ == "__main__":  # pragma: no cover - run by sim/stub.py
-    sys.exit(0)

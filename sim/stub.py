@@ -403,9 +403,8 @@ def _collective(state: dict[str, Any], words: list[str]) -> tuple[str, str, int]
                 sys.stdout.write("".join(f"{line}\n" for line in lines))
                 sys.stdout.flush()
         finally:
-            for path in (pidfile,):
-                if os.path.exists(path):
-                    os.unlink(path)
+            if os.path.exists(pidfile):  # --rm: gone when it ends
+                os.unlink(pidfile)
             os._exit(code)
     _, status = os.waitpid(child, 0)
     text = ""
@@ -413,7 +412,7 @@ def _collective(state: dict[str, Any], words: list[str]) -> tuple[str, str, int]
         with open(outfile) as fh:
             text = fh.read()
         os.unlink(outfile)
-    return text, "", os.waitstatus_to_exitcode(status) if status else 0
+    return text, "", os.waitstatus_to_exitcode(status)
 
 
 def _rm(names: list[str]) -> tuple[str, str, int]:
