@@ -24,8 +24,9 @@ def _size(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
 def test_each_rail_on_its_own_subnet(node, inventory, evidence):
     """Each fabric netdev on a subnet of its own.
 
-    No two of the node's fabric netdevs (and its control-plane netdev) share a subnet: the kernel
-    then routes both rails' traffic out of one of them, and replies come back over the other cable."""
+    The address plan as the node has it (`ip -j -d addr`): no two of the node's fabric netdevs (and its control-plane
+    netdev) share a subnet, both halves of a cable on one subnet named as such: the kernel then routes both rails'
+    traffic out of one of them, and replies come back over the other cable."""
     mine = [m.netdev for _, m in inventory.members_of(node.name)]
     if not mine:
         pytest.skip(f"{node.name} is on no rail")
@@ -74,10 +75,10 @@ def _routed_through(cluster, inventory, node) -> list[str]:
 def test_forwards_what_others_route_through_it(node, cluster, inventory, evidence):
     """IP forwarding on where another node routes through this one.
 
-    Where the deployment routes through a node (another node's route has one of its fabric addresses
-    as gateway: a ring reaching its non-adjacent subnets, e.g. a control plane on a ring rail), that node
-    forwards (net.ipv4.ip_forward = 1). A ring whose control plane is the LAN and whose NCCL talks to
-    neighbours only routes nothing through anyone: not needed, and the check says so."""
+    Where the deployment routes through a node (another node's route, not its default, has one of its fabric
+    addresses as gateway: a ring reaching its non-adjacent subnets, e.g. a control plane on a ring rail), that node
+    forwards (`/proc/sys/net/ipv4/ip_forward` = 1). A ring whose control plane is the LAN and whose NCCL talks to
+    neighbours only routes nothing through anyone: not needed, and the check records so."""
     forwarding = node.snapshot().fact(probes.IP_FORWARD)  # the node's own say first (a node that cannot be asked)
     through = _routed_through(cluster, inventory, node)
     gone = cluster.unreachable([n.name for n in inventory.nodes if n.name != node.name])
@@ -104,9 +105,10 @@ def test_forwards_what_others_route_through_it(node, cluster, inventory, evidenc
 def test_forward_chain_passes_fabric_traffic(node, cluster, inventory, evidence):
     """The FORWARD chain passes fabric traffic where the node routes.
 
-    Where the deployment routes through a node, its FORWARD chain (and Docker's DOCKER-USER, which
-    FORWARD jumps to first) passes traffic from each fabric netdev to each other one: Docker sets the
-    FORWARD policy to DROP when it starts, which in the field looks exactly like a dead cable."""
+    Where the deployment routes through a node (as for IP forwarding), its FORWARD chain (and Docker's DOCKER-USER,
+    which FORWARD jumps to first; read with `iptables -S` as root) passes traffic from each fabric netdev to each
+    other one: Docker sets the FORWARD policy to DROP when it starts, which in the field looks exactly like a dead
+    cable. Nothing routed through the node: recorded as not needed."""
     node.snapshot().fact(probes.IP_FORWARD)  # the node's own say first (a node that cannot be asked)
     through = _routed_through(cluster, inventory, node)
     if not through:

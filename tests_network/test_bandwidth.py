@@ -186,8 +186,16 @@ def _expect_ran(evidence, run, cluster=None):
 def test_rdma_write_runs(rail_pair, runs, cluster, fault_owners, evidence):
     """An RDMA write test runs between the pair over the rail.
 
-    The run works between these two nodes over this rail (alone): server listening, client connected, a figure;
-    over a dark port or a wire that ends elsewhere it follows from the check that owns it."""
+    `ib_write_bw` (perftest) runs between these two nodes over this rail, alone on it: server listening, client
+    connected, a figure. Every two nodes that share a rail are run over every rail they share, the client on the lower
+    rank, the pairs in rounds in which no node is in two pairs (a round's pairs at once); each run lasts
+    `bandwidth_seconds`, is bounded, and its server is removed on every path. Each perftest error is named (a connection
+    that failed, a port in use, a GID index that does not match, a missing RDMA device, a link down, ib_write_bw not
+    installed), a completion error by its status: transport retry counter exceeded (12), RNR retry counter exceeded
+    (13), remote access error (10), remote operation error (11), work request flushed (5, only when nothing else
+    failed), any other status a completion error of its own.
+
+    Over a dark port or a wire that ends elsewhere it follows from the check that owns it."""
     fault_owners.explain(evidence, rail_pair.node, rail_pair.peer, [rail_pair.rail])
     _expect_ran(evidence, runs.alone(rail_pair), cluster)
 
@@ -238,8 +246,11 @@ def _slow_card(cluster, rail, nodes, gbps, others=()):
 def test_rdma_bandwidth(rail_pair, runs, cluster, fault_owners, evidence):
     """RDMA write bandwidth over the rail, alone on it.
 
-    The pair's RDMA write bandwidth over this rail, alone on it, against the rail's min_gbps; a figure far
-    below the rate both ends negotiated is a degraded ConnectX-7 (`cx7-degraded`), not a slow link."""
+    The pair's average RDMA write bandwidth over this rail, alone on it (recorded as figure `bandwidth_gbps`),
+    against the rail's `min_gbps` (default 90 Gb/s: NVIDIA measured 92.57 and 97.28 on the two halves of one cable).
+    A figure under an eighth of the rate both ends negotiated (25 Gb/s at 200G) is a ConnectX-7 that initialised
+    degraded (200G shown, about 13 Gb/s moved: NVIDIA/dgx-spark-playbooks PR #108), not a slow link; on a switch rail
+    the node in every such pair and in none of its fast ones is named as the card's."""
     fault_owners.explain(evidence, rail_pair.node, rail_pair.peer, [rail_pair.rail])  # a node that is off: no run
     run = runs.alone(rail_pair)
     if run.gbps is None:
@@ -263,8 +274,10 @@ def test_rdma_bandwidth(rail_pair, runs, cluster, fault_owners, evidence):
 def test_rdma_bandwidth_all_rails_at_once(node_pair, inventory, runs, cluster, fault_owners, evidence):
     """RDMA write bandwidth over every rail at once.
 
-    Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged
-    NIC gets between them."""
+    Every rail the two nodes share, at once (separate TCP ports and devices): what NCCL's merged NIC gets between
+    them, the sum against the sum of the rails' `min_gbps`, each rail's figure recorded. A rail's figure under an
+    eighth of the rate both ends negotiated is named as a degraded ConnectX-7, as for a rail alone. Two nodes that
+    share one rail skip: the aggregate is that rail's figure."""
     rails = inventory.rails_between(node_pair.node, node_pair.peer)
     if len(rails) < 2:
         pytest.skip(f"{node_pair.place} share one rail: the aggregate is that rail's figure")

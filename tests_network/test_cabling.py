@@ -13,9 +13,12 @@ pytestmark = pytest.mark.network
 def test_cable_ends_where_the_inventory_says(rail_pair, cluster, fault_owners, evidence):
     """Each cable ends where the inventory says.
 
-    Both ends ask for each other's address on the rail: a swapped cable, a ring out of rank order, a
-    node on another switch port or bridge, two nodes holding one address are each found here, with what
-    to move (Linux answers ARP for any of its addresses on any netdev: such a wire may still ping)."""
+    For every two nodes that share a rail, each asks for the other's address out of its netdev there (one ARP each,
+    in the snapshot), and the MAC that answered (`ip -j neigh show`) must be the one of the netdev the inventory puts
+    that address on (`ip -j -d addr`). A swapped cable, a ring out of rank order, a node on another switch port or
+    bridge, two nodes holding one address are each found here, named with the cable end or port to move (Linux
+    answers ARP for any of its addresses on any netdev: such a wire may still ping). Where nothing answered there is
+    no MAC to judge: skipped (the ping of the pair says why)."""
     a, b = rail_pair.ends()
     gone = cluster.unreachable(rail_pair.nodes)
     if gone and (reason := fault_owners.dark([(n, rail_pair.rail.name) for n in rail_pair.nodes])):

@@ -162,10 +162,17 @@ def _where(run: CollectiveRun, node: str) -> str:
 def test_collective_ranks_join(collective, inventory, evidence):
     """Every rank joins NCCL's collective in the serving image.
 
-    Each node's container of the deployment's image, with its rank's settings, joins torch.distributed's
-    NCCL group at the master address and port within collective_join_timeout: the firewall, the master
-    address and the socket interface as NCCL and Gloo see them. A rank that never joins is named with what
-    its output said; where every rank failed, the first that could not reach another is the one to fix."""
+    NCCL in the serving image, each rank as it will run: on every node at once a throwaway `docker run --rm --pull
+    never` of the deployment's image with the rank's launch plan (network, IPC, shm, memlock, capabilities, devices,
+    every NCCL_/GLOO_/VLLM_ variable; NCCL_DEBUG=INFO for this run) runs torch.distributed's NCCL group at vLLM's master
+    address and port. Every rank joins within `collective_join_timeout`: the firewall, the master address and the socket
+    interface as NCCL and Gloo see them. A rank that never joins is named with what its output said: a hung rank first,
+    else the rank whose connection failed, and where what it said names an address, the node that address belongs to
+    (the one to fix).
+
+    The run is bounded by `collective_timeout`; every container it started is removed on every node on any end (an
+    interrupted run says which). It runs after the other network checks (a failure of theirs explains it: skipped,
+    naming it), and only while vLLM does not run (its GPU memory is vLLM's); `collective = false` turns it off."""
     run = collective
     evidence.fact("collective_seconds", f"{run.seconds:.1f}")
     if run.removed:
@@ -200,7 +207,10 @@ def test_collective_ranks_join(collective, inventory, evidence):
 
 @pytest.mark.hints("collective-wrong-result")
 def test_collective_values_exact(collective, evidence):
-    """The all_reduce and all_gather come out exact on every rank."""
+    """The all_reduce and all_gather come out exact on every rank.
+
+    In the same run, an all_reduce (of rank + 1) and an all_gather (of the ranks) compared exactly on every rank;
+    skipped when not every rank came to the values."""
     run = collective
     if any(not o.done for o in run.outcomes.values()):
         pytest.skip("follows from test_collective_ranks_join: not every rank came to the values")
@@ -260,7 +270,11 @@ def test_collective_transport(collective, inventory, evidence):
 @pytest.mark.performance
 @pytest.mark.hints("collective-busbw-low")
 def test_collective_bandwidth(collective, inventory, evidence):
-    """NCCL's all_gather bus bandwidth in the image at the topology's floor."""
+    """NCCL's all_gather bus bandwidth in the image at the topology's floor.
+
+    The same run's all_gather bus bandwidth (rank 0's figure at its largest buffer; the buffers up to
+    `collective_max_buffer_gib` and MemAvailable / 8), recorded beside the all_reduce's, against the topology's
+    floor."""
     run = collective
     if any(not o.done for o in run.outcomes.values()):
         pytest.skip("follows from test_collective_ranks_join: no figures without every rank")

@@ -49,8 +49,13 @@ def _far_end(cluster, inventory, rail, node):
 def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, fault_owners, evidence):
     """Each fabric netdev present, up, with its address.
 
-    It owns a dark port (gb10check/dark_ports.py): an end without carrier whose other end is DOWN, or
-    a cable dark at both ends seen from its second end, follows from the end that owns it."""
+    Each member's netdev (`ip -j -d addr`) exists, is admin-up with carrier, and carries the inventory's address.
+    Without carrier the far end is named: the other member of a cable (its netdev absent, UP or admin DOWN, or its node
+    unreachable), the switch port on a switch. A link-local address that netplan renumbered is a stale inventory, not a
+    broken fabric.
+
+    It owns a dark port (gb10check/dark_ports.py): an end without carrier whose other end is DOWN, or a cable dark at
+    both ends seen from its second end, follows from the end that owns it."""
     node, rail, mine = member.node, member.rail, member.member
     evidence.explained_by(
         fault_owners.dark([(node, rail.name)], unless=dark_ports.OWNER_TEST.format(node=node, netdev=mine.netdev))
@@ -114,7 +119,8 @@ def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, fault_owner
 def test_one_mtu_per_link(rail, cluster, evidence):
     """One MTU on every member of a rail.
 
-    Every member of a rail: the same MTU (a jumbo frame on one end only drops the large packets)."""
+    Every member of a rail: the same MTU (a jumbo frame on one end only drops the large packets), the odd ones named;
+    where the inventory gives the rail an `mtu`, that one."""
     mtus = {}
     for m in rail.members:
         dev = _netdevs(cluster, m.node).get(m.netdev)
@@ -163,8 +169,8 @@ def test_no_qsfp_address_twice(cluster, inventory, evidence):
 def test_default_route_stays_off_the_qsfp(node, inventory, evidence):
     """The default route stays off the fabric.
 
-    The default route (and any route out) belongs to the LAN: on a fabric netdev it drops serving
-    the day that link flaps, and steers SSH and downloads over the cable."""
+    The default route (`ip -j route`; and any route out) belongs to the LAN, off the fabric netdevs: on a fabric
+    netdev it drops serving the day that link flaps, and steers SSH and downloads over the cable."""
     qsfp = {m.netdev for _, m in inventory.members_of(node.name)}
     routes = node.snapshot().fact(probes.IP_ROUTE)
     defaults = [r for r in routes if r.dst == "default"]

@@ -24,7 +24,10 @@ def _lines(events, shown=3):
 
 @pytest.mark.hints("roce-link-flap")
 def test_qsfp_link_did_not_flap(member, cluster, evidence):
-    """The fabric link did not flap since boot."""
+    """The fabric link did not flap since boot.
+
+    The kernel log since boot (`dmesg` as root, in the snapshot) shows no `Link down` (mlx5_core) of the member's
+    netdev after the link came up. An empty kernel log (cleared with `dmesg -c`?) skips: nothing since boot to judge."""
     netdev = member.member.netdev
     log = _kernel_log(cluster, member.node)
     flaps = log.flaps(netdev)
@@ -41,7 +44,10 @@ def test_qsfp_link_did_not_flap(member, cluster, evidence):
 
 @pytest.mark.hints("recabled-no-reboot")
 def test_no_pcie_hotplug_since_boot(node, cluster, evidence):
-    """No PCIe hot-plug event since boot."""
+    """No PCIe hot-plug event since boot.
+
+    The kernel log since boot (`dmesg` as root) shows no PCIe hotplug (pciehp) of the ConnectX: it enumerated once,
+    at boot; a hotplug is a ConnectX re-cabled without a reboot. An empty kernel log skips."""
     log = _kernel_log(cluster, node.name)
     events = log.of("hotplug")
     evidence.expect(
@@ -54,7 +60,10 @@ def test_no_pcie_hotplug_since_boot(node, cluster, evidence):
 
 @pytest.mark.hints("gpu-xid")
 def test_no_gpu_xid_errors(node, cluster, evidence):
-    """No GPU Xid error since boot."""
+    """No GPU Xid error since boot.
+
+    The kernel log since boot (`dmesg` as root) shows no NVIDIA Xid (`NVRM: Xid`); a failure names the codes. An
+    empty kernel log skips."""
     log = _kernel_log(cluster, node.name)
     xids = log.of("xid")
     codes = sorted({e.what for e in xids}, key=int)

@@ -47,7 +47,12 @@ def collective(cluster, inventory, skip_while_serving):
 
 @pytest.mark.hints("nccl-tests-failed")
 def test_nccl_collective_runs(collective, inventory, evidence):
-    """The NCCL collective runs, one rank on every node."""
+    """The NCCL collective runs, one rank on every node.
+
+    `[nccl_tests]` names your nccl-tests command (e.g. `mpirun ... all_gather_perf`): it runs from rank 0 with a
+    buffer bounded by the nodes' MemAvailable (an eighth of the lowest) and `max_buffer_gib`, within its timeout; it
+    exits 0, nccl-tests' validation finds no wrong or out-of-bounds result, and it has one rank on every node.
+    Without `[nccl_tests]`: skipped; skipped too while the deployment's container runs, as the bandwidth test is."""
     command, res, size, lowest = collective
     rank0_name = inventory.api_node.name  # where the command ran: its hint's lines say so
     evidence.expect(
@@ -85,7 +90,10 @@ def test_nccl_collective_runs(collective, inventory, evidence):
 @pytest.mark.performance
 @pytest.mark.hints("nccl-busbw-low")
 def test_nccl_collective_bandwidth(collective, inventory, evidence):
-    """NCCL bus bandwidth at or above the topology's floor."""
+    """NCCL bus bandwidth at or above the topology's floor.
+
+    nccl-tests' average bus bandwidth, recorded, against `min_busbw_gbs` of `[nccl_tests]`, by default NVIDIA's floor
+    for the topology (21.875 GB/s direct or through a switch, 10 GB/s on a ring)."""
     command, res, size, _ = collective
     rank0_name = inventory.api_node.name
     if res.rc != 0:

@@ -27,9 +27,11 @@ def test_socket_interfaces_are_on_the_fabric(
 ):
     """vLLM's control-plane netdev up and on the master's subnet.
 
-    The control plane as vLLM gets it: up, on the master address's subnet, and, when the
-    inventory puts it on the fabric, not the netdev the default route leaves by (a ring's or a
-    switch's control plane on the LAN port is where the default route is: that is its design)."""
+    The socket interfaces vLLM gets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and TP_SOCKET_IFNAME of its launch plan,
+    the names read as NCCL reads them) are netdevs of the node that are up with carrier, on the master address's
+    subnet, and, when the inventory puts them on the fabric, not the netdev the default route leaves by (a ring's or
+    a switch's control plane on the LAN port is where the default route is: that is its design). A variable left
+    unset is the launch plan's advice, not this check's."""
     snap = node.snapshot()
     fabric = {m.netdev for _, m in inventory.members_of(node.name)}
     plan = cluster.plan(node.name)
@@ -117,9 +119,11 @@ QUIET = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")  # settings that 
 def test_no_nccl_conf_sets_hidden_variables(node, cluster, deployment, container_nccl_conf, evidence):
     """No NCCL config file sets what the compose does not show.
 
-    NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then
-    /etc/nccl.conf; on the host, /etc/nccl.conf): a variable the compose leaves unset takes the
-    file's value, unseen by anyone reading the compose (NCCL_IB_DISABLE=1, NCCL_NET=Socket...)."""
+    NCCL also reads its config files (the container's $NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf; on the
+    host, /etc/nccl.conf): a variable the compose leaves unset takes the file's value, unseen by anyone reading the
+    compose (NCCL_IB_DISABLE=1, NCCL_NET=Socket...); logging settings (NCCL_DEBUG...) excepted. The container's files
+    are read with `docker exec` into the running container, else a throwaway `docker run --rm` of the image (never a
+    pull)."""
     snap = node.snapshot()
     environment = cluster.plan(node.name).known_env()
     inside = container_nccl_conf[node.name]

@@ -12,7 +12,9 @@ pytestmark = pytest.mark.network
 
 @pytest.mark.hints("cma-zero")
 def test_cma_reserved(node, evidence):
-    """Contiguous memory (CMA) reserved at boot."""
+    """Contiguous memory (CMA) reserved at boot.
+
+    CmaTotal in /proc/meminfo above 0: a contiguous memory area the kernel reserved at boot."""
     fields = node.snapshot().fact(probes.MEMINFO).fields
     cma = fields.get("CmaTotal")
     evidence.expect(
@@ -31,7 +33,11 @@ def _workload_user(plan):
 
 @pytest.mark.hints("removeipc-yes")
 def test_ipc_survives_logout(node, cluster, deployment, evidence):
-    """vLLM's shared memory survives a logout."""
+    """vLLM's shared memory survives a logout.
+
+    vLLM's shared memory and semaphores survive a logout: vLLM runs as root (docker's default, where the compose
+    sets no `user:`; logind never removes root's IPC), or logind has RemoveIPC=no, or its user lingers
+    (`loginctl enable-linger`)."""
     snap = node.snapshot()
     user = _workload_user(cluster.plan(node.name))
     setting = parse_remove_ipc(snap.fact(probes.LOGIND))

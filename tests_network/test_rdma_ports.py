@@ -45,6 +45,10 @@ def _port_of(member, cluster, evidence):
 def test_rdma_port_active(member, cluster, link_down_advice, fault_owners, evidence):
     """The RDMA port active on its rail's netdev.
 
+    The member's RDMA port as /sys/class/infiniband shows it: the inventory's device present, on the member's netdev,
+    link layer Ethernet (RoCE), port state ACTIVE and physical state LinkUp. Where the device is missing, the devices
+    the node has are named (and the one on the member's netdev, when the inventory's name is stale).
+
     Over a dark netdev the port is down too: that follows from the interface check, which owns it."""
     end = member.member
     evidence.explained_by(fault_owners.dark([(member.node, member.rail.name)]))
@@ -77,9 +81,12 @@ def test_rdma_port_active(member, cluster, link_down_advice, fault_owners, evide
 def test_rdma_port_rate(member, cluster, inventory, evidence):
     """The port's negotiated rate meets its rail's.
 
-    The rate the port negotiated (mlx5 derives it from the Ethernet speed in force) against its rail's
-    declared rate (rate_gbps: 200, 100 for a declared breakout); on a switch the far end is a switch port,
-    named as the side to fix (`switch-port-rate-low`)."""
+    The rate the port negotiated (sysfs `rate`; mlx5 derives it from the Ethernet speed in force), recorded as figure
+    `rate_gbps`, against its rail's declared `rate_gbps` (200; 100 for a declared 100G breakout). On a switch the far
+    end is a switch port: a lower rate is named as that switch port's auto-negotiation, with the switch side of the
+    fix (RouterOS `auto-negotiation=no speed=200G-baseCR4`). On a cable between two nodes, what the other end
+    negotiated is shown: both ends low points at the cable first (its rating, its seating). A port that is not ACTIVE
+    skips (its rate is mlx5's placeholder)."""
     end, rail = member.member, member.rail
     port = _port_of(member, cluster, evidence)
     if not port.active:
@@ -173,9 +180,12 @@ def _v2_ipv4_index(cluster, node, end):
 def test_gid_index(member, cluster, inventory, evidence):
     """The RoCE v2 IPv4 GID at the index NCCL uses.
 
-    The RoCE v2 IPv4 GID of the member's address at the index NCCL uses on its device. NCCL_IB_GID_INDEX is
-    one value for every device of the node: a device whose GID sits elsewhere than the others' is named as
-    such (no one value fits them all). The index is recorded (figure gid_index): --history names a move."""
+    The RoCE v2 IPv4 GID of the member's address at the index NCCL uses on its device: NCCL_IB_GID_INDEX of vLLM's
+    environment, read as NCCL reads it (strtoll); unset or empty, NCCL 2.21+ picks the device's first RoCE v2 IPv4
+    GID, and the check takes that pick (without a deployment, the rail's `gid_index` of the inventory).
+    NCCL_IB_GID_INDEX is one value for every device of the node: a device whose GID sits elsewhere than the others'
+    is named as such (no one value fits them all). The GID table is printed as show_gids prints it, with the index to
+    use. The index is recorded (figure gid_index): --history names a move."""
     node, end = member.node, member.member
     port = _port_of(member, cluster, evidence)
     address = _address_in_use(cluster, node, end)

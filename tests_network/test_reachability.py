@@ -16,8 +16,12 @@ pytestmark = pytest.mark.network
 def test_peer_answers_full_frames(rail_pair, cluster, fault_owners, evidence):
     """The peer answers full-size frames over the rail.
 
-    The lower rank pings the other over the rail (a reply proves both directions of the segment); over a
-    dark port or a wire that ends elsewhere the silence follows from the check that owns it."""
+    For every two nodes that share a rail, the lower rank pings the other out of its netdev on that rail, don't
+    fragment, at the netdev's MTU, loss and round trip recorded (a reply proves both directions of the segment). A ping
+    refused as too long is named as an MTU mismatch, and one that fails over a wire the cabling check finds crossed as
+    that.
+
+    Over a dark port or a wire that ends elsewhere the silence follows from the check that owns it."""
     node, peer = rail_pair.node, rail_pair.peer
     evidence.explained_by(fault_owners.over(rail_pair.rail, node, peer))
     mine, theirs = rail_pair.ends()

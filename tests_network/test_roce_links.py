@@ -12,6 +12,9 @@ pytestmark = pytest.mark.network
 def test_roce_link_up(member, cluster, link_down_advice, fault_owners, evidence):
     """The RDMA device listed and its link up.
 
+    `ibdev2netdev` lists the inventory's RDMA device of the node's end of the rail, on its expected netdev, with its
+    link Up; a device name the node does not have is named as such, not taken for a cable fault.
+
     Over a dark netdev the link is down too: that follows from the interface check, which owns it."""
     end = member.member
     evidence.explained_by(fault_owners.dark([(member.node, member.rail.name)]))

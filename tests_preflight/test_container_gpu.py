@@ -79,7 +79,12 @@ def _versions(node) -> str:
 
 @pytest.mark.hints("gpu-not-in-container")
 def test_gpu_visible_in_container(node, container_gpu_probes, skip_if_starting, evidence):
-    """The GPU visible inside a container."""
+    """The GPU visible inside a container.
+
+    `nvidia-smi -L` inside Docker lists at least one GPU and exits 0: `docker exec` into the running container, else
+    a throwaway `docker run --rm --pull never --gpus all IMAGE nvidia-smi -L` of the deployment's image (never a
+    pull). Not tried when that image is not on the node, nor when nvidia-smi on the host does not answer (the
+    container's would wait on the same stuck driver). A failure shows the node's driver, kernel module and userspace."""
     tried = container_gpu_probes[node.name]
     if isinstance(tried, GB10Error):
         raise tried

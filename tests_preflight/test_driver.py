@@ -28,7 +28,11 @@ def _loaded(node, evidence):
 @pytest.mark.smoke
 @pytest.mark.hints("driver-version-mismatch")
 def test_driver_versions_match(node, nvidia_smi, evidence):
-    """The NVIDIA userspace matches the loaded kernel module."""
+    """The NVIDIA userspace matches the loaded kernel module.
+
+    The version of the loaded NVIDIA kernel module (`/proc/driver/nvidia/version`) is the version of the userspace
+    (NVML) driver nvidia-smi reports. nvidia-smi's `Driver/library version mismatch` fails with the NVML library's
+    version (reboot the node); a node with no module loaded fails as such."""
     kernel = _loaded(node, evidence)
     # nvidia-smi exits 18 (NVML_ERROR_LIB_RM_VERSION_MISMATCH) or 9 (no driver) with a message
     smi = node.snapshot().fact(probes.NVIDIA_SMI)
@@ -55,7 +59,8 @@ def test_driver_versions_match(node, nvidia_smi, evidence):
 def test_installed_module_is_the_loaded_one(node, evidence):
     """The installed NVIDIA module is the loaded one.
 
-    A driver upgrade installs a new module on disk; until a reboot the old one stays loaded."""
+    The NVIDIA module installed on disk (`modinfo`) is the version of the loaded one. A driver upgrade installs a new
+    module on disk; until a reboot the old one stays loaded, and the next boot loads the installed one."""
     kernel = _loaded(node, evidence)
     installed = node.snapshot().fact(probes.MODINFO_VERSION)
     evidence.expect(

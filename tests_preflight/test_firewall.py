@@ -46,7 +46,10 @@ def _missing(blocked):
 
 @pytest.mark.hints("ufw-blocks-cluster")
 def test_firewall_allows_cluster_traffic(node, inventory, evidence):
-    """The firewall allows the cluster's traffic."""
+    """The firewall allows the cluster's traffic.
+
+    UFW inactive, or active and allowing every QSFP subnet (and the API port on rank 0); the failure lists the
+    missing `ufw allow` lines."""
     snap = node.snapshot()
     status = snap.fact(probes.UFW_STATUS)
     if not status.active:
@@ -69,7 +72,9 @@ def test_firewall_allows_cluster_traffic(node, inventory, evidence):
 def test_firewall_after_reboot(node, inventory, evidence):
     """The firewall still allows it after a reboot.
 
-    The state a reboot brings: ufw starts when ufw.conf says ENABLED=yes and its unit is enabled."""
+    UFW after a reboot is UFW now. The state a reboot brings: ufw starts when ufw.conf says ENABLED=yes and its unit
+    (ufw.service) is enabled. Active now, it must also start at boot; off now but on at boot, its saved rules must
+    allow the cluster's traffic (the failure lists the missing `ufw allow` lines)."""
     snap = node.snapshot()
     active = snap.fact(probes.UFW_STATUS).active
     on_boot = snap.fact(probes.UFW_CONF)

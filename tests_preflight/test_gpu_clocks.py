@@ -20,9 +20,9 @@ ANSWERS = "tests_preflight/test_nvidia_smi.py::test_nvidia_smi_answers[{node}]"
 def test_gpu_clocks_not_held_down(node, nvidia_smi, inventory, evidence):
     """The GPU's clocks not held down by heat or power.
 
-    nvidia-smi's clock event reasons: none of HW slowdown, HW thermal or power brake slowdown, SW thermal
-    slowdown, nor a SW power cap while nothing runs. The P-state, SM clock, power and temperature are
-    recorded either way."""
+    nvidia-smi's clock event reasons: none of HW slowdown, HW thermal or power brake slowdown, SW thermal slowdown,
+    nor a SW power cap while nothing runs. The P-state, SM clock, power and temperature are recorded either way. A
+    GPU whose nvidia-smi reports no clock event reasons skips, saying so."""
     snap = node.snapshot()
     if nvidia_smi.timed_out:
         pytest.skip(f"follows from {ANSWERS.format(node=node.name)}: nvidia-smi gave no answer")

@@ -10,7 +10,10 @@ pytestmark = pytest.mark.preflight
 
 @pytest.mark.hints("wrong-image")
 def test_compose_uses_the_deployment_image(node, cluster, deployment, evidence):
-    """The launch plan runs the deployment image."""
+    """The launch plan runs the deployment image.
+
+    The image the node's compose (or launch script) runs is the inventory's deployment image: a generic vLLM release
+    does not know this model's architecture and exits during model init."""
     plan = cluster.plan(node.name)
     image = plan.image.known()
     evidence.expect(
@@ -24,7 +27,10 @@ def test_compose_uses_the_deployment_image(node, cluster, deployment, evidence):
 
 @pytest.mark.hints("image-missing")
 def test_image_present(node, deployment, evidence):
-    """The deployment image present."""
+    """The deployment image present.
+
+    The deployment image (its exact tag) is on the node, built for arm64 (GB10 is aarch64); other tags of its
+    repository found there instead are named."""
     snap = node.snapshot()
     image = snap.fact(probes.IMAGE)
     repo = deployment.image.rsplit(":", 1)[0]

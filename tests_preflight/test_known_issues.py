@@ -36,10 +36,13 @@ def _sources(entry) -> str:
 def test_no_known_issue(node, cluster, inventory, known_issues, evidence, request):
     """No version or combination the field reported broken.
 
-    The node's driver, kernel, OS and DGX OS release, ConnectX firmware, the container's NCCL and libmlx5,
-    the image's driver and whether vLLM captures CUDA graphs, against every entry of the known-issues
-    catalogue: an entry whose outcome is failure fails with its fix and its sources; one that costs speed is
-    an advisory, a risk the node cannot confirm is advice; an entry a missing fact leaves unjudged skips."""
+    The node's driver, kernel, OS and DGX OS release (`/etc/dgx-release`), ConnectX firmware, the container's NCCL
+    (its version, and whether it is torch's pip wheel or the system's) and libmlx5 (whether it exports
+    `mlx5dv_reg_dmabuf_mr`, GPU Direct RDMA's), the image's CUDA_DRIVER_VERSION against the node's driver, and
+    whether vLLM captures CUDA graphs, against every entry of the known-issues catalogue
+    (`gb10check/known_issues.toml` and the site's `--known-issues` files): an entry whose outcome is failure fails
+    with its fix and its sources; one that costs speed is an advisory, a risk the node cannot confirm is advice; an
+    entry (other than advice) that a missing fact leaves unjudged skips the check, naming it."""
     snap = node.snapshot()
     snap.raw(probes.KERNEL_RELEASE)  # a node that could not be asked fails with its own error (node-unreachable)
     deployed = inventory.deployment is not None

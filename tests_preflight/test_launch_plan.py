@@ -57,8 +57,9 @@ def test_node_rank_unique(cluster, inventory, deployment, evidence):
 def test_master_reachable_on_control_plane(follower, cluster, inventory, evidence):
     """Each follower reaches the master over the control plane.
 
-    Each follower reaches the master address out of its control-plane netdev (where its ranks'
-    sockets and Gloo go): full frames, don't fragment, from its own snapshot."""
+    Each follower reaches the master address (rank 0 on the control plane) out of its control-plane netdev (where its
+    ranks' sockets and Gloo go): full frames, don't fragment, from its own snapshot, one ping each. A control-plane
+    netdev that is absent or DOWN fails as such (ping sends nothing out of it)."""
     node, master, rank0 = follower.node, inventory.master_address, inventory.api_node.name
     netdev = inventory.control_netdev(node)
     if netdev is None or master is None:
@@ -95,8 +96,9 @@ def test_master_reachable_on_control_plane(follower, cluster, inventory, evidenc
 def test_tp_splits_the_heads(cluster, inventory, deployment, evidence):
     """The TP size splits the model's attention and KV heads.
 
-    The TP size rank 0 starts with splits the model's attention and KV heads (its config.json in
-    rank 0's HF cache; the same weights and command everywhere are checks of their own)."""
+    The TP size rank 0 starts with (`--tensor-parallel-size`, 1 when not given) splits the model's heads, read from
+    its config.json in rank 0's HF cache: the attention heads divide by TP; the KV heads divide by TP, or TP by them
+    (the KV heads replicated). The same weights and command everywhere are checks of their own."""
     rank0 = inventory.api_node
     snap = cluster.snapshot(rank0.name)
     dims = snap.fact(probes.HF_CONFIG)

@@ -46,7 +46,24 @@ def _optional(read, snap):
 
 
 def test_launch_rule(rule_on_node, cluster, inventory, deployment, evidence):
-    """The launch plan obeys the rule."""
+    """The launch plan obeys the rule.
+
+    One test per rule and node (a rank-0 rule on rank 0 only): the rules of `gb10check/launch/rules.py`, each with its
+    source, judge the launch plan `gb10check plan` prints. A rule fails, is an advisory or advice, or passes; an
+    advisory of a rule that `[rules] strict` names fails.
+
+    The rules: host network, shared memory (ipc host or a large /dev/shm), restart policy (advice), /dev/infiniband,
+    RDMA memory pinning (CAP_IPC_LOCK or an unlimited memlock), memory limit, socket families, socket interfaces and
+    Gloo's hostname address, NCCL's IB transport, GID index, NCCL_IB_HCA matched as NCCL matches it against the node's
+    RDMA devices (selecting exactly the node's devices on its rails, both halves of each cable), merged NICs,
+    VLLM_HOST_IP, `--headless` on followers only, `cudagraph_mode` with an underscore, distributed timeout,
+    TP/nnodes/node-rank, parallel size, shell syntax, model, reasoning and tool-call parsers, served model name. The
+    parallel size: `--tensor-parallel-size` x `--pipeline-parallel-size` x `--data-parallel-size` (each 1 when not
+    given) = the GPUs, one per node.
+
+    On a ring two more: NCCL_NET_PLUGIN=none, NCCL_IB_SUBNET_AWARE_ROUTING=1 and, from four nodes, NCCL_ALGO=Ring
+    (NCCL_IB_MERGE_NICS=0 is the merged-NICs rule's); and no `--distributed-executor-backend ray`. A rule for another
+    cluster shape is not collected."""
     node, rule = rule_on_node.node, rule_on_node.rule
     plan = cluster.plan(node)
     snap = cluster.snapshot(node)

@@ -21,7 +21,14 @@ def _number(run, flag, default, kind):
 
 @pytest.mark.hints("kv-cache-oom")
 def test_model_fits(node, cluster, inventory, deployment, evidence):
-    """The model, its KV cache and activations fit the node's memory."""
+    """The model, its KV cache and activations fit the node's memory.
+
+    The weights divided by TP (x PP), the KV cache for max_model_len and the recurrent state times max-num-seqs (with
+    pipeline parallelism, of the fullest stage's layers), within `--gpu-memory-utilization` x MemTotal and the
+    container's memory limit; the arithmetic is printed. Without `--max-model-len` the model's own context length
+    counts, and vLLM's defaults stand for `--max-num-seqs` and `--gpu-memory-utilization` where the compose gives
+    none. Weights that alone do not fit fail first: loading would not fail cleanly, the driver deadlocks and the node
+    must be rebooted."""
     snap = node.snapshot()
     dims = snap.fact(probes.HF_CONFIG)
     total = snap.fact(probes.HF_INDEX)

@@ -35,7 +35,9 @@ def test_netplan_configures_qsfp(node, inventory, evidence):
 
 @pytest.mark.hints("netplan-permissions")
 def test_netplan_file_mode(node, inventory, evidence):
-    """Netplan files readable by root only."""
+    """Netplan files readable by root only.
+
+    The netplan files that configure the fabric netdevs have mode 600 (nothing for group or others) and owner root."""
     if not inventory.members_of(node.name):
         pytest.skip(f"the inventory lists no rails for {node.name}, so no netplan file to check")
     configured = configured_netdevs(_files(node))

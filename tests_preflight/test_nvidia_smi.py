@@ -10,7 +10,8 @@ pytestmark = pytest.mark.preflight
 def test_nvidia_smi_answers(nvidia_smi, inventory, evidence):
     """nvidia-smi answers within its bound.
 
-    Skipped, not failed, while vLLM loads weights on this node (see the nvidia_smi fixture)."""
+    nvidia-smi answers within `nvidia_smi_timeout` seconds (it is killed after that): a hang means the driver holds
+    its lock. Skipped, not failed, while vLLM loads weights on this node (see the nvidia_smi fixture)."""
     bound = inventory.thresholds.nvidia_smi_timeout
     evidence.expect(
         not nvidia_smi.timed_out,

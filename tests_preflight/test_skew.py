@@ -49,21 +49,30 @@ def per_node(cluster, inventory, value_of: Callable[[Snapshot], str]) -> dict[st
 
 @pytest.mark.hints("kernel-differs")
 def test_kernel_same_on_every_node(cluster, inventory, evidence):
-    """The kernel release (uname -r) the same on every node."""
+    """The kernel release (uname -r) the same on every node.
+
+    Read from `/proc/sys/kernel/osrelease` (what `uname -r` prints); each node's value is recorded, pass or fail, and
+    the odd ones out are named."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.KERNEL_RELEASE))
     same_on_every_node(inventory, evidence, "kernel release (uname -r)", values)
 
 
 @pytest.mark.hints("os-release-differs")
 def test_os_release_same_on_every_node(cluster, inventory, evidence):
-    """The OS release (/etc/os-release) the same on every node."""
+    """The OS release (/etc/os-release) the same on every node.
+
+    The PRETTY_NAME of `/etc/os-release`; each node's value is recorded, pass or fail, and the odd ones out are
+    named."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.OS_RELEASE).shown)
     same_on_every_node(inventory, evidence, "OS release (/etc/os-release)", values)
 
 
 @pytest.mark.hints("bios-differs")
 def test_bios_same_on_every_node(cluster, inventory, evidence):
-    """The BIOS version and date the same on every node (/sys/class/dmi/id)."""
+    """The BIOS version and date the same on every node (/sys/class/dmi/id).
+
+    Read from `/sys/class/dmi/id` (no root needed); each node's value is recorded, pass or fail, and the odd ones out
+    are named."""
     values = per_node(cluster, inventory, lambda s: s.fact(probes.BIOS).shown)
     same_on_every_node(inventory, evidence, "BIOS version (/sys/class/dmi/id)", values)
 
@@ -72,7 +81,8 @@ def test_bios_same_on_every_node(cluster, inventory, evidence):
 def test_connectx_firmware_same_on_every_node(cluster, inventory, evidence):
     """The ConnectX firmware the same on every node.
 
-    fw_ver of every RDMA device."""
+    fw_ver of every RDMA device (`/sys/class/infiniband/*/fw_ver`); each node's value is recorded, pass or fail, and
+    the odd ones out are named."""
     values = per_node(cluster, inventory, lambda s: firmware_shown(s.fact(probes.CX_FIRMWARE)))
     same_on_every_node(inventory, evidence, "ConnectX firmware (/sys/class/infiniband/*/fw_ver)", values)
 
@@ -99,8 +109,9 @@ def _userspace(snap: Snapshot) -> str:
 def test_nvidia_driver_same_on_every_node(cluster, inventory, evidence):
     """The NVIDIA driver module the same on every node.
 
-    The NVIDIA driver's loaded kernel module is the same version on every node (each node's userspace
-    is held to its own module by test_driver_versions_match: equal modules make equal drivers)."""
+    The NVIDIA driver's loaded kernel module is the same version on every node, each node's userspace (nvidia-smi's)
+    recorded beside it and a node with no module loaded named as such (each node's userspace is held to its own
+    module by test_driver_versions_match: equal modules make equal drivers)."""
     modules = per_node(cluster, inventory, lambda s: loaded_module(s) or NO_MODULE)
     userspace = {n: _userspace(cluster.snapshot(n)) for n in modules}
     same_on_every_node(
@@ -118,8 +129,10 @@ def test_nvidia_driver_same_on_every_node(cluster, inventory, evidence):
 def test_nccl_library_same_on_every_node(inventory, container_libraries, evidence):
     """The container's NCCL library the same on every node.
 
-    The NCCL library vLLM loads in the container (its version and a hash of the file) is the same on
-    every node: a pip-bundled and a system NCCL may report one version and be different binaries."""
+    The NCCL library vLLM loads in the container (its version and the file's sha256) is the same on every node: a
+    pip-bundled and a system NCCL may report one version and be different binaries. The library is the libnccl a
+    running container has mapped, else torch's wheel's, else the system's, read with one `docker exec` per node, else
+    a `docker run --rm --pull never --network none` of the image; each node's value is recorded."""
     libraries = {}
     for spec in sorted(inventory.nodes, key=lambda n: n.rank):
         found = container_libraries[spec.name]

@@ -34,8 +34,13 @@ def pytest_generate_tests(metafunc):
 def test_passwordless_ssh_over_qsfp(ssh_route, cluster, inventory, fault_owners, evidence):
     """Passwordless SSH to the peer over the fabric.
 
-    A login that fails only over dark ports or wires that end elsewhere follows from the check that owns
-    them, when the run has it (the interface check, the cabling check)."""
+    Each node logs in to each node it shares a rail with, over each of those rails, with `ssh -o BatchMode=yes` (no
+    password), both ways: each node has its own keys. A login that nothing answers (timed out, no route, refused) points
+    at the link, not the keys; a peer that cannot be reached at all, or a wire that ends at another node, is named as
+    such.
+
+    A login that fails only over dark ports or wires that end elsewhere follows from the check that owns them, when
+    the run has it (the interface check, the cabling check)."""
     node, peer = ssh_route.node, ssh_route.peer
     snap = cluster.snapshot(node)
     failed, failed_ips, unreachable, crossed, owned = [], [], True, [], []

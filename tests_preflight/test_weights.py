@@ -71,7 +71,12 @@ def _shared_cache(snap, deployment, evidence):
 
 @pytest.mark.hints("weights-missing")
 def test_weights_present(node, model, deployment, cluster, inventory, evidence):
-    """The weights present in the HF cache."""
+    """The weights present in the HF cache.
+
+    The model's folder in the node's HF cache, its snapshot with config.json and the `*.safetensors` files. The HF
+    cache's filesystem is recorded; one the nodes share (NFS, CIFS, ...) is named as such, with what it costs when
+    the JIT caches sit under it (advice): both ranks compile into the same folders at once, and the start fails or
+    stalls."""
     snap = node.snapshot()
     folder = hub_folder(deployment.hf_cache, model)
     listing = snap.raw(probes.HF_LISTING)
@@ -99,7 +104,10 @@ def test_weights_present(node, model, deployment, cluster, inventory, evidence):
 
 @pytest.mark.hints("weights-differ")
 def test_weights_identical(cluster, inventory, model, evidence):
-    """The same weights on every node."""
+    """The same weights on every node.
+
+    The same snapshot revision, the same files and the same sizes on every node as on rank 0, each node's revision,
+    file count and bytes recorded; the shards are compared by size, never hashed."""
     seen = {n.name: _files(cluster.snapshot(n.name)) for n in inventory.nodes}
     for name, (rev, files) in seen.items():  # each node's, pass or fail (the table when all agree)
         evidence.fact(name, f"revision {rev[:12]}, {len(files)} files, {sum(f.size for f in files.values())} bytes")
@@ -129,9 +137,9 @@ def test_weights_identical(cluster, inventory, model, evidence):
 def test_weights_small_files_identical(cluster, inventory, model, evidence):
     """The model's config, index and tokenizer the same on every node.
 
-    sha256 of each of the snapshot's small files that say what the weights are and how they are read
-    (config.json, the safetensors index, the tokenizer's files, the chat template): an edited or half-copied
-    config has the same name and often the same size."""
+    sha256 of each of the snapshot's small files that say what the weights are and how they are read (config.json,
+    the safetensors index, the tokenizer's files, the chat template): an edited or half-copied config has the same
+    name and often the same size. The shards are never hashed."""
     seen = {}
     for n in inventory.nodes:
         try:
@@ -164,7 +172,10 @@ def test_weights_small_files_identical(cluster, inventory, model, evidence):
 
 @pytest.mark.hints("rsync-dereferenced")
 def test_weights_are_hub_symlinks(node, model, evidence):
-    """The weights stored once, as hub symlinks."""
+    """The weights stored once, as hub symlinks.
+
+    Every entry of the snapshot is still a symlink into blobs/, as the hub writes them (regular files there are the
+    weights stored twice over), and every link has its blob."""
     revision, files = _files(node.snapshot())
     copies = sorted(name for name, f in files.items() if not f.linked)
     dangling = sorted(name for name, f in files.items() if f.linked and f.content is None)
@@ -188,7 +199,10 @@ def test_weights_are_hub_symlinks(node, model, evidence):
 
 @pytest.mark.hints("hf-cache-permissions")
 def test_weights_readable(node, model, evidence):
-    """The weights readable by the user vLLM runs as."""
+    """The weights readable by the user vLLM runs as.
+
+    Every file the snapshot links to and every folder of the model's HF cache is readable by the deployment user (by
+    its user name and groups)."""
     snap = node.snapshot()
     user = snap.fact(probes.WHOAMI)
     groups = frozenset(snap.fact(probes.GROUPS))

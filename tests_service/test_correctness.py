@@ -24,7 +24,11 @@ VLLM_DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default when the command does not set 
 @pytest.mark.hints("model-answers-wrong")
 @pytest.mark.parametrize("canary", asks.CANARIES, ids=[c.ask.name.removeprefix("canary-") for c in asks.CANARIES])
 def test_canary_answer(api_node, canary, answer, evidence):
-    """The canary question gets the right answer."""
+    """The canary question gets the right answer.
+
+    One of a canary of questions with one checkable answer each (arithmetic, a fact, a JSON shape), asked at
+    temperature 0, gets its answer. finish_reason `length` is judged first, as in every chat check: the answer cut
+    short, all the tokens asked used, or the server stopped short of them."""
     reply = answer(canary.ask)
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({canary.ask.prompt!r})")
     expect_finished(evidence, reply.finish_reason, reply.usage, canary.ask)
@@ -54,7 +58,10 @@ def _concurrency(cluster, inventory):
 
 @pytest.mark.hints("load-requests-failed")
 def test_concurrent_requests_complete(api_node, api, cluster, inventory, ready, answers, findings, evidence):
-    """Concurrent requests all complete."""
+    """Concurrent requests all complete.
+
+    `--max-num-seqs` requests at once (rank 0's, vLLM's default 256 when unset, capped by
+    `service.max_concurrent_requests`), each completing with its usage."""
     n, why = _concurrency(cluster, inventory)
     request = asks.Ask("load", "Count from 1 to 20, separated by commas.", thinking=False, max_tokens=128)
 
@@ -97,7 +104,10 @@ def _generated(api):
 
 @pytest.mark.hints("engine-stuck")
 def test_soak(api_node, request, api, cluster, inventory, evidence):
-    """A steady load for --soak minutes completes."""
+    """A steady load for --soak minutes completes.
+
+    With `--soak=MINUTES`, that load kept up that long: it fails when the generated tokens stop advancing
+    (vllm:generation_tokens_total on /metrics) or a request fails. Without `--soak`: skipped."""
     minutes = request.config.stash[SETTINGS].soak_minutes
     if not minutes:
         pytest.skip("no --soak=MINUTES given: add one (e.g. --soak=20) for a steady load that long")

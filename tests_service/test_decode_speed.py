@@ -32,9 +32,12 @@ def _gpus(decode_clocks):
 def test_decode_speed(api_node, decode_reply, decode_clocks, inventory, evidence):
     """Decode speed at or above the floor.
 
-    Each node's GPU state (P-state, SM clock, power, temperature, clock event reasons) is read while the
-    decode runs and recorded beside tokens/s; a decode below the floor while a node's clocks were held
-    down by heat or power names that node first."""
+    The decode speed of "count from 1 to 80", streamed, alone: TTFT, TPOT and output tokens/s as `vllm bench serve`
+    defines them, against `service.min_decode_tokens_per_s`.
+
+    Each node's GPU state (P-state, SM clock, power, temperature, clock event reasons) is read while the decode runs
+    and recorded beside tokens/s; a decode below the floor while a node's clocks were held down by heat or power
+    names that node first."""
     reply = decode_reply
     if isinstance(reply, GB10Error):
         raise reply

@@ -70,7 +70,11 @@ def _seconds(a, b):
 
 @pytest.mark.hints("startup-incomplete")
 def test_startup_reached_serving(node, deployment, service_snapshots, findings, evidence):
-    """The rank's startup reached serving."""
+    """The rank's startup reached serving.
+
+    The node's container is there and its log reaches serving: each milestone and its time recorded, and the graph
+    mode in force. What the log showed after the start is not the start's verdict (the log check judges it); a start
+    still compiling and tuning kernels is named as such."""
     c, lines = _log(node, deployment, service_snapshots, evidence)
     mode, whose = _graph_mode(node, lines, service_snapshots)
     eager = mode is not None and not uses_graphs(mode)
@@ -106,7 +110,10 @@ def test_startup_reached_serving(node, deployment, service_snapshots, findings, 
 
 @pytest.mark.hints("unexpected-output")
 def test_log_names_no_known_fault(node, deployment, service_snapshots, findings, evidence):
-    """The log shows no known fault."""
+    """The log shows no known fault.
+
+    The node's container log shows no fault of the troubleshooting table (the catalogue's symptoms), its known noise
+    lines excepted; a collective or RPC timeout is the rank-alive check's."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     mine = [f for f in findings if f.node == node.name and f.from_log and f.hint not in ALIVE_HINTS]
     evidence.expect(
@@ -163,8 +170,9 @@ def test_nccl_uses_rdma(node, deployment, service_snapshots, inventory, evidence
 def test_nccl_version_not_known_bad(node, deployment, service_snapshots, evidence, request):
     """No known-bad NCCL version with the graph mode in force.
 
-    The NCCL versions are the known-issues catalogue's (its entry nccl-2-28-9-cuda-graph-deadlock), the
-    version and the graph mode what the running ranks logged."""
+    The NCCL versions are the known-issues catalogue's (its entry nccl-2-28-9-cuda-graph-deadlock), the version and
+    the graph mode what the running ranks logged. The graph mode comes from every line vLLM names it in; a rank whose
+    log does not name it takes the deployment's from another rank's log."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     version = nccl_version(lines)
     if version is None:
@@ -204,7 +212,13 @@ def _after(a, b):
 
 @pytest.mark.hints("rank-wedged")
 def test_rank_alive(node, deployment, inventory, service_snapshots, evidence):
-    """The rank alive: no collective or RPC timeout."""
+    """The rank alive: no collective or RPC timeout.
+
+    No collective or RPC timeout in the rank's log since it started (PyTorch's NCCL watchdog, `Watchdog caught
+    collective operation timeout: WorkNCCL(...) ran for N milliseconds`, or vLLM's `RPC call to execute_model timed
+    out.`). A failure names the rank whose timeout came first across the nodes (by Docker's timestamps) and the
+    others after it. The same line while the rank still starts is the load skew (a distributed timeout too short for
+    it), not this check's."""
     _, lines = _log(node, deployment, service_snapshots, evidence)
     since = serving_since(lines)
     mine = [s for s in stops(lines) if s.index >= since]

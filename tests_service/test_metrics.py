@@ -28,7 +28,10 @@ def _metrics(api, findings, evidence):
 
 @pytest.mark.hints("unexpected-output")
 def test_metrics_read(api_node, api, ready, findings, evidence):
-    """The metrics endpoint reports the engine's state."""
+    """The metrics endpoint reports the engine's state.
+
+    /metrics parses: KV-cache usage under either name (vllm:kv_cache_usage_perc, or vllm:gpu_cache_usage_perc before
+    vLLM 0.10), the requests running and waiting, and the preemptions are recorded."""
     m = _metrics(api, findings, evidence)
     evidence.figure("kv_cache_usage", m.kv_cache_usage)
     evidence.figure("requests_running", m.running)
@@ -44,7 +47,11 @@ def test_metrics_read(api_node, api, ready, findings, evidence):
 
 @pytest.mark.hints("engine-stuck")
 def test_engine_generates(api_node, api, inventory, ready, answers, findings, service_snapshots, evidence):
-    """The engine generates tokens for a request."""
+    """The engine generates tokens for a request.
+
+    vllm:generation_tokens_total advances across a request of the suite's own, by at least its completion tokens:
+    /health says 200 while a rank is stuck. A failure gives the requests running and waiting, and what the ranks'
+    logs say of a wedge (the rank whose collective or RPC timeout came first)."""
     before = _metrics(api, findings, evidence)
     start = time.monotonic()
     try:

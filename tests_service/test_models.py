@@ -13,7 +13,9 @@ pytestmark = pytest.mark.service
 @pytest.mark.smoke
 @pytest.mark.hints("service-unreachable")
 def test_health_and_version(api, api_node, readiness, findings, evidence):
-    """/health answers and the version is reported."""
+    """/health answers and the version is reported.
+
+    GET /health answers HTTP 200 and GET /version answers, the vLLM version recorded."""
     if readiness is not None:  # --wait-ready: what the wait saw comes first
         evidence.expect(
             readiness.ready,
@@ -44,7 +46,10 @@ def test_health_and_version(api, api_node, readiness, findings, evidence):
 @pytest.mark.smoke
 @pytest.mark.hints("model-not-registered")
 def test_served_model(api, api_node, inventory, cluster, ready, findings, evidence):
-    """The served model is the one configured."""
+    """The served model is the one configured.
+
+    `/v1/models` lists the served model name with the inventory's model as its root, and its max_model_len is the
+    inventory's and, where rank 0's compose gives one, its `--max-model-len`."""
     spec = inventory.service
     try:
         answer = api.get("/v1/models")

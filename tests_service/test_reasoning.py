@@ -19,7 +19,13 @@ pytestmark = pytest.mark.service
 
 @pytest.mark.hints("reasoning-parser-missing")
 def test_reasoning_when_thinking(api_node, answer, evidence):
-    """Reasoning apart from the answer when thinking."""
+    """Reasoning apart from the answer when thinking.
+
+    With thinking on, the reasoning comes apart from the answer (`message.reasoning`, or `reasoning_content` before
+    vLLM 0.16: the field used is recorded), no raw `<think>` in the content; `reasoning_tokens`, when usage carries
+    them, lie between 0 and the completion tokens; the answer to 3! is 6, finish_reason stop. finish_reason `length`
+    is judged first, as in every chat check: the answer cut short, all the tokens asked used, or the server stopped
+    short of them."""
     reply = answer(asks.REASONING)
     expect_answered(evidence, reply.status, reply.error, f"chat completion ({asks.REASONING.prompt!r}, thinking on)")
     expect_finished(evidence, reply.finish_reason, reply.usage, asks.REASONING)
@@ -57,7 +63,11 @@ def test_reasoning_when_thinking(api_node, answer, evidence):
 
 @pytest.mark.hints("reasoning-parser-missing")
 def test_no_reasoning_when_thinking_off(api_node, answer, evidence):
-    """No reasoning when thinking is off."""
+    """No reasoning when thinking is off.
+
+    With thinking off (`enable_thinking` false): no reasoning field, no `<think>` in the content. finish_reason
+    `length` is judged first, as in every chat check: the answer cut short, all the tokens asked used, or the server
+    stopped short of them."""
     reply = answer(asks.THINKING_OFF)
     expect_answered(
         evidence, reply.status, reply.error, f"chat completion ({asks.THINKING_OFF.prompt!r}, enable_thinking false)"

@@ -16,7 +16,11 @@ pytestmark = pytest.mark.service
 
 @pytest.mark.hints("stream-stalled")
 def test_stream_framing_and_order(api_node, answer, evidence):
-    """The stream framed and in order."""
+    """The stream framed and in order.
+
+    SSE as clients read it: the first token arrives, no raw `<think>` in the streamed content, reasoning deltas
+    before the answer's, the usage chunk last, and `data: [DONE]` at the end. finish_reason `length` is judged first,
+    as in every chat check: the answer cut short, all the tokens asked used, or the server stopped short of them."""
     reply = answer(asks.STREAMED)
     expect_answered(evidence, reply.status, reply.error, "streamed chat completion")
     evidence.expect(

@@ -39,7 +39,11 @@ def _judge(evidence, status, error, content, calls, finish_reason, usage, ask):
 
 @pytest.mark.hints("tool-call-parser-missing")
 def test_tool_call(api_node, answer, evidence):
-    """A tool call parsed into tool_calls."""
+    """A tool call parsed into tool_calls.
+
+    A question that needs the `get_weather` tool gets, in one answer, one tool call: finish_reason tool_calls, no raw
+    `<tool_call>` text in the content, and JSON arguments naming a city. finish_reason `length` is judged first, as
+    in every chat check: the answer cut short, all the tokens asked used, or the server stopped short of them."""
     reply = answer(asks.TOOL)
     _judge(
         evidence,
@@ -55,7 +59,11 @@ def test_tool_call(api_node, answer, evidence):
 
 @pytest.mark.hints("tool-call-parser-missing")
 def test_tool_call_streamed(api_node, answer, evidence):
-    """A streamed tool call parsed into tool_calls."""
+    """A streamed tool call parsed into tool_calls.
+
+    The same tool call streamed: the stream complete, ended by `data: [DONE]`, its argument fragments merged by index
+    into one call, finish_reason tool_calls, JSON arguments naming a city. finish_reason `length` is judged first, as
+    in every chat check: the answer cut short, all the tokens asked used, or the server stopped short of them."""
     reply = answer(asks.TOOL_STREAMED)
     evidence.expect(
         not reply.stalled and (reply.done or reply.status != 200),
