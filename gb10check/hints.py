@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -23,6 +23,9 @@ HAND_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z _-]*>")  # <user>, <path>: left
 # a command that names where it runs (`# on rank 0`, `# where gb10check runs`): never labelled with a node
 _SAYS_WHERE = re.compile(r"#\s*(on|where)\b")
 _FIELDS = {"title": str, "cause": str, "fix": str, "commands": list, "symptoms": list}
+# optional: {tool = why} for a command the simulated cluster cannot run (selftests/e2e/test_hint_commands.py
+# runs every other command a hint prints on the sim node it names)
+_OPTIONAL = {"not_in_sim": dict}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Hint:
     commands: tuple[str, ...]
     symptoms: tuple[re.Pattern[str], ...]
     source: str
+    not_in_sim: Mapping[str, str] = field(default_factory=dict)  # tool -> why the simulated cluster cannot run it
 
     def one_line(self) -> str:
         return f"[{self.id}] {self.title}. Fix: {self.fix}"
@@ -66,9 +70,15 @@ def _entry(hint_id: str, raw: object, source: str) -> Hint:
         raise HintCatalogueError(f"{where}: id must be lowercase words joined by '-'")
     if not isinstance(raw, dict):
         raise HintCatalogueError(f"{where}: expected a table with {', '.join(_FIELDS)}")
-    unknown = sorted(set(raw) - set(_FIELDS))
+    unknown = sorted(set(raw) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
-        raise HintCatalogueError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_FIELDS)}")
+        allowed = ", ".join([*_FIELDS, *_OPTIONAL])
+        raise HintCatalogueError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {allowed}")
+    not_in_sim = raw.get("not_in_sim", {})
+    if not isinstance(not_in_sim, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in not_in_sim.items()
+    ):
+        raise HintCatalogueError(f"{where}: 'not_in_sim' must be a table of tool = \"why the sim cannot run it\"")
     for key, kind in _FIELDS.items():
         if key not in raw:
             raise HintCatalogueError(f"{where}: missing key '{key}' ({kind.__name__})")
@@ -102,6 +112,7 @@ def _entry(hint_id: str, raw: object, source: str) -> Hint:
         commands=tuple(raw["commands"]),
         symptoms=tuple(patterns),
         source=source,
+        not_in_sim=dict(not_in_sim),
     )
 
 

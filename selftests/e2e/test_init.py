@@ -6,74 +6,27 @@ passes on it; `--check` finds a cable moved since, and an inventory is never ove
 from __future__ import annotations
 
 import ipaddress
-import re
-import select
-import signal
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from gb10check import init_command
 from gb10check import inventory as inv
+from selftests.e2e.by_hand import up_by_hand
 
 pytestmark = pytest.mark.sim
 
 
-@dataclass
-class UpByHand:
-    """A cluster an operator brought up with `gb10check sim up SCENARIO` (its own process: its own owner)."""
-
-    inventory: inv.Inventory
-    dir: Path
-    api_namespace: str
-
-
-def _up_by_hand(scenario: str):
-    """`gb10check sim up SCENARIO` in its own process (its own owner: beside the session's own clusters)."""
-    from sim.cluster import why_not_available
-
-    if why_not_available():
-        pytest.skip(why_not_available())
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gb10check.cli", "sim", "up", scenario],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 600  # a bound for a loaded machine, not a figure
-        while time.monotonic() < deadline and proc.poll() is None:
-            ready, _, _ = select.select([proc.stdout], [], [], 5)
-            if not ready:
-                continue
-            line = proc.stdout.readline()
-            lines.append(line)
-            up = re.search(r"inventory: (\S+); rank 0 namespace: (\S+)", line)
-            if up:
-                path = Path(up[1])
-                yield UpByHand(inv.load_inventory(path), path.parent, up[2])
-                return
-        pytest.fail("gb10check sim up did not come up:\n" + "".join(lines))
-    finally:
-        proc.send_signal(signal.SIGTERM)  # as `kill` ends it (SIGINT is ignored in a background job)
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-
-
 @pytest.fixture(scope="module")
 def pair():
-    yield from _up_by_hand("healthy")
+    yield from up_by_hand("healthy")
 
 
 @pytest.fixture(scope="module", params=["healthy-ring4", "healthy-switch8"])
 def larger(request):
-    yield from _up_by_hand(request.param)
+    yield from up_by_hand(request.param)
 
 
 def _init(sim, out: Path, *extra: str, named: bool = True) -> tuple[int, str]:
@@ -194,7 +147,7 @@ def test_init_with_no_node_named_finds_a_rings_far_nodes_and_a_switchs_eight(lar
 
 @pytest.fixture(scope="module")
 def compose_elsewhere():
-    yield from _up_by_hand("compose-outside-usual-places")
+    yield from up_by_hand("compose-outside-usual-places")
 
 
 def test_init_reads_the_deployment_from_the_running_container_when_no_compose_file_is_found(
@@ -213,7 +166,7 @@ def test_init_reads_the_deployment_from_the_running_container_when_no_compose_fi
 
 @pytest.fixture(scope="module")
 def docker_run():
-    yield from _up_by_hand("docker-run-launcher")
+    yield from up_by_hand("docker-run-launcher")
 
 
 def test_init_on_a_docker_run_launcher_names_the_container_and_the_launch_script_to_confirm(docker_run, tmp_path):

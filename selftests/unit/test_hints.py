@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -361,3 +362,37 @@ def test_a_missing_file_read_by_a_glob_is_listed_by_that_glob_on_its_node():
         words = subprocess.run(["bash", "-c", f"set -f; for w in {line[6:]}; do echo \"$w\"; done"],
                                capture_output=True, text=True, timeout=10).stdout.split("\n")[:-1]  # fmt: skip
         assert words == [hostile], (line, words)  # one word, nothing run; only the glob left to expand
+
+
+def _bash_syntax_errors(commands: list[str]) -> list[tuple[str, str]]:
+    """`bash -n` on each command: all in one script (each as a function's body) and, only when that one
+    fails, each alone to name the bad ones."""
+    import subprocess
+
+    def check(script: str) -> str:
+        run = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True, timeout=60)
+        return run.stderr if run.returncode else ""
+
+    if not check("".join(f"f_{i}() {{\n{c}\n}}\n" for i, c in enumerate(commands))):
+        return []
+    return [(c, err) for c in commands if (err := check(c + "\n"))]
+
+
+def test_every_printed_command_is_valid_bash_with_no_quoted_path_glob():
+    """What an operator pastes parses as bash for every node of the example, and no quoted word is a path
+    holding a glob (`'/sys/class/infiniband/*/fw_ver'` names a file called `*`)."""
+    from gb10check.hint_context import render_command
+
+    _, contexts = _example_contexts()
+    cat = Catalogue.load()
+    lines = sorted(
+        {line for h in cat.ids for t in cat[h].commands for ctx in contexts for line in render_command(t, ctx)}
+    )
+    assert len(lines) > 200
+    errors = _bash_syntax_errors([line for line in lines if not line.startswith("#")])
+    assert not errors, "\n".join(f"{c!r}: {e}" for c, e in errors)
+    # a single-quoted word with no space in it that is a path holding a glob character
+    quoted_path_glob = re.compile(r"'(?:/|~/)[^' ]*[*?\[][^' ]*'")
+    quoted_globs = [line for line in lines if quoted_path_glob.search(line)]
+    assert not quoted_globs, quoted_globs
+    assert quoted_path_glob.search("ls -l '/sys/class/infiniband/*/fw_ver'")
