@@ -450,3 +450,41 @@ def test_a_link_mtu_the_inventory_sets_is_held_on_both_ends(tmp_path):
         "MTU on rail enp1s0f0np0: expected the same on every member: 9000, as the inventory says"
         in (run.junit[mtu]["message"])
     )
+
+
+# pair faults run on the other shapes (NAME@BASE): one per stage kind, the shapes' largest where it is cheap
+REBASED = [("link-down", "healthy-switch8"), ("node-down", "healthy-ring4"), ("driver-mismatch", "healthy-switch4")]
+
+
+@pytest.mark.parametrize(("name", "base"), REBASED, ids=[f"{n}@{b}" for n, b in REBASED])
+def test_a_pair_fault_on_another_shape_fails_only_its_own_checks(name, base, tmp_path):
+    """Issue 26's rule on every shape: a pair's fault put on a ring or a switch fails no check its own
+    [expect] does not name, with no hint it does not name, and only about the ranks its [expect] names for
+    that check (rank 0 and 1 where it names none); the checks of ranks 2 and up pass or skip (one fault, one
+    verdict at any size: link-down on eight nodes behind a switch is one failure, as on the pair)."""
+    pair = load_scenario(name)
+    assert pair.expect is not None
+    # each check the pair's [expect] names (a pattern's, `*[{rank1}]` or `test_skew.py::*`, is any check) with
+    # the ranks it names there; a check named with no rank is about the pair's two (rank 0's API, a comparison)
+    ranks: dict[str, set[str]] = {}
+    for tid in pair.expect.fails:
+        check = tid.split("::", 1)[1].split("[", 1)[0] if "::" in tid else "*"
+        named = {m[1] for m in PLACEHOLDER.finditer(tid)} or {"rank0", "rank1"}
+        ranks.setdefault(check, set()).update(named)
+    hints = set().union(*(set(h) for h in pair.expect.fails.values()))
+    rebased = load_scenario(f"{name}@{base}")
+    names = rebased.placeholders()
+    run = run_suite(tmp_path, "--sim", f"{name}@{base}", *_marker(pair.expect.marker), timeout=run_timeout(rebased))
+    failed = run.failed()
+    assert failed, f"{name}@{base} failed nothing:\n{run.out}"
+    assert followers(failed) == [], run.out
+    rows = {row["test"]: row for row in run.summary["checks"]}
+    for tid, found in failed.items():
+        check = tid.split("::", 1)[1].split("[", 1)[0]
+        own = ranks.get(check, ranks.get("*"))
+        assert own is not None, f"{tid} fails on {base}; {name}'s own checks are {sorted(ranks)}\n{run.out}"
+        assert found <= hints, f"{tid}: hints {sorted(found)}, {name} names {sorted(hints)}"
+        row = rows[tid]
+        where = ({row.get("node")} | set(row.get("nodes") or [])) - {None, ""}  # none: a check of the whole cluster
+        allowed = {names[r] for r in own}
+        assert not where or where & allowed, f"{tid} is about {sorted(where)}, not {sorted(allowed)}\n{run.out}"
