@@ -321,7 +321,8 @@ class Thresholds(_Strict):
     max_swap_used_gib: float = Field(1.0, ge=0)  # before start: swap in use means memory pressure already
     container_headroom_gib: float = Field(8.0, ge=0)
     min_distributed_timeout_s: float = Field(1800.0, gt=0)
-    bandwidth_seconds: float = Field(5.0, gt=0, le=600)  # each ib_write_bw run (-D)
+    # each ib_write_bw run (-D): whole seconds, as perftest reads it (strtol: 2.5 runs 2 s, 0.5 refuses to run)
+    bandwidth_seconds: int = Field(5, ge=1, le=600)
     # run ib_write_bw while the deployment's container runs (it competes with NCCL for the links): for
     # a cluster whose deployment runs but serves nobody (a test window); --bandwidth does it for one run
     bandwidth_while_serving: bool = False

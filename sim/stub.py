@@ -10,6 +10,7 @@ script does.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
@@ -614,6 +615,15 @@ COMPLETION_ERROR = {
 }
 
 
+def _strtol(text: str) -> int:
+    """C's strtol(text, NULL, 0) as perftest reads -D: the leading integer, 0 when there is none ("0.5" -> 0)."""
+    digits = re.match(r"\s*[-+]?\d*", text)
+    try:
+        return int(digits[0]) if digits else 0
+    except ValueError:
+        return 0
+
+
 def _perf_args(args: list[str]) -> dict[str, Any]:
     """perftest's options that the stub acts on (the others are accepted and ignored)."""
     import argparse  # only ib_write_bw pays for it
@@ -623,7 +633,7 @@ def _perf_args(args: list[str]) -> dict[str, Any]:
     parser.add_argument("-i", "--ib-port")
     parser.add_argument("-x", "--gid-index", dest="gid", type=int, default=0)
     parser.add_argument("-p", "--port", type=int, default=18515)
-    parser.add_argument("-D", "--duration", dest="seconds", type=float, default=5.0)
+    parser.add_argument("-D", "--duration", dest="seconds", type=_strtol, default=5)
     parser.add_argument("--report_gbits", dest="gbits", action="store_true")
     parser.add_argument("host", nargs="?")
     known, _ = parser.parse_known_args(args)
@@ -694,6 +704,8 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     import socket
 
     o = _perf_args(args)
+    if o["seconds"] <= 0:  # perftest_parameters.c, case 'D'
+        return "", " Duration period must be greater than 0\n", 1
     perf = state["perftest"]
     dev = o["dev"] or (perf["ports"] and sorted(perf["ports"])[0])
     if not dev or _sysfs(dev, "state") is None:
@@ -847,7 +859,6 @@ def _message_languages(env: dict[str, str]) -> list[str]:
 def ping(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     """The real ping (iputils), in the node's language when it is one iputils translates."""
     import os
-    import re
     import subprocess
 
     proc = subprocess.run(["/usr/bin/ping", *args], capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})

@@ -109,6 +109,15 @@ def test_minimal_inventory():
             "'thresholds.command_timeout': Input should be greater than 0",
         ),
         ("[[nodes]\n", "m.toml: not valid TOML"),
+        # perftest reads -D with strtol: 0.5 would be 0, which it refuses, and 2.5 would run 2 s
+        (
+            MINIMAL + "[thresholds]\nbandwidth_seconds = 0.5\n",
+            "'thresholds.bandwidth_seconds': Input should be a valid integer",
+        ),
+        (
+            MINIMAL + "[thresholds]\nbandwidth_seconds = 0\n",
+            "'thresholds.bandwidth_seconds': Input should be greater than or equal to 1",
+        ),
     ],
 )
 def test_invalid_inventory_names_file_key_and_expectation(text, message):
