@@ -13,7 +13,7 @@ the ranks exchanged. The node's `docker.collective` state: `ib` (the image's RDM
 finds no IB device and falls back to sockets), `busbw_gbs` (the bus bandwidth it reports), `wrong_result`
 (this rank's all_reduce comes out wrong), `hang` (it never ends: the suite's bound and cleanup must).
 
-Standalone (stdlib only): run by sim/stub.py inside the node's namespace.
+Standalone (stdlib only): run by sim/stubs/docker.py inside the node's namespace.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ The node's sshd sets the scenario's LANG / LANGUAGE / LC_* for every session (as
   not look, is laid over /usr/share/locale/<lang>/LC_MESSAGES/ufw.mo, as Ubuntu's language packs
   install it: the real ufw then prints "状态：不活动";
 - ping: Debian's iputils here is built without gettext, so the node's ping is the sim's stub
-  (sim/stub.py `ping`), which runs the real one and translates its lines as a gettext-enabled iputils
+  (sim/stubs/ping.py), which runs the real one and translates its lines as a gettext-enabled iputils
   prints them (iputils' po/zh_CN.po). That one is the stub honouring the locale itself.
 Nothing of this touches the machine: the mounts live in the node's own mount namespace.
 """

@@ -133,6 +133,9 @@ def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario,
     d, spec = node.dir, node.spec
     (d / "bin").mkdir(parents=True)
     shutil.copy2(PROJECT_ROOT / "sim" / "stub.py", d / "stub.py")  # readable whatever the checkout's modes
+    (d / "stubs").mkdir()
+    for module in (PROJECT_ROOT / "sim" / "stubs").glob("*.py"):  # one tool's module each (sim/stub.py's TOOLS)
+        shutil.copy2(module, d / "stubs" / module.name)
     shutil.copy2(PROJECT_ROOT / "sim" / "collective_rank.py", d / "collective_rank.py")  # what its docker run runs
     state = {
         "node": node.name,

@@ -1,7 +1,7 @@
 """What a simulated node's vLLM container logged: the startup of the field report (its milestones,
 their durations and figures), in vLLM's own formats (vllm/logger.py's prefix and the format strings
 of the reference notes), NCCL's transport line, and the transformers noise every Qwen3 start
-prints. `docker logs` (sim/stub.py) prints these lines with Docker's timestamps.
+prints. `docker logs` (sim/stubs/docker.py) prints these lines with Docker's timestamps.
 
 A line is (seconds after the container started, text); the lines a scenario adds come after.
 """

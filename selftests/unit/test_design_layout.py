@@ -16,7 +16,7 @@ DESIGN = ROOT / "docs" / "DESIGN.md"
 # the folders whose modules the layout places
 PLACED = ("gb10check", "fixtures", "sim", "benchmarks")
 ENTRY = re.compile(r"^(?P<indent> *)(?P<name>[\w.-]+/?)(?:,|\s|$)")
-MODULE = re.compile(r"\b([a-z_][a-z0-9_]*)\.py\b")
+MODULE = re.compile(r"\b((?:[a-z_][a-z0-9_]*/)*[a-z_][a-z0-9_]*)\.py\b")  # stubs/docker.py: in a subfolder
 WORD = re.compile(r"\b[a-z_][a-z0-9_]*\b")
 
 

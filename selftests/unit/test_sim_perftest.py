@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim import stub
+from sim.stubs import perftest as stub
 
 
 def test_duration_is_read_as_strtol_reads_it():

@@ -16,8 +16,9 @@ from gb10check import probes
 from gb10check.errors import SimError
 from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_gdr, nccl_transport, parse_docker_log
 from selftests.e2e.test_read_only import READS
-from sim import deploy, inventory_file, layout, stub, vllm_logs
+from sim import deploy, inventory_file, layout, vllm_logs
 from sim.scenario import builtin_names, load_scenario
+from sim.stubs import nccl_tests, perftest
 
 RUN = Path("/run/gb10sim/0")
 
@@ -216,7 +217,7 @@ def test_every_rank_logs_its_place_in_the_world():
 
 def test_nccl_tests_lists_a_rank_per_node():
     nodes = [layout.node_name(k) for k in range(4)]
-    out, _, rc = stub.all_gather_perf({"node": nodes[0], "nodes": nodes, "nccl_tests": {"busbw_gbs": 21.0}}, [])
+    out, _, rc = nccl_tests.all_gather_perf({"node": nodes[0], "nodes": nodes, "nccl_tests": {"busbw_gbs": 21.0}}, [])
     ranks = [line.split(" on ")[1].split()[0] for line in out.splitlines() if line.startswith("#  Rank")]
     assert rc == 0 and ranks == nodes
     row = next(line for line in out.splitlines() if line.strip() and not line.startswith("#"))
@@ -226,9 +227,9 @@ def test_nccl_tests_lists_a_rank_per_node():
 
 def test_a_port_carries_its_own_figure_toward_each_peer():
     port = {"gbps": 109.0, "to": {"192.168.100.12": 40.0}, "failure": None}
-    assert stub._toward(port, "192.168.100.12") == (40.0, None)
-    assert stub._toward(port, "192.168.100.13") == (109.0, None)
-    assert stub._toward({**port, "failure": "remote-access"}, "192.168.100.13") == (109.0, "remote-access")
+    assert perftest._toward(port, "192.168.100.12") == (40.0, None)
+    assert perftest._toward(port, "192.168.100.13") == (109.0, None)
+    assert perftest._toward({**port, "failure": "remote-access"}, "192.168.100.13") == (109.0, "remote-access")
 
 
 def test_the_layout_addresses_are_distinct_per_rail():
