@@ -16,7 +16,8 @@ import sys
 from typing import NoReturn
 
 from gb10check.errors import SimError
-from sim.cluster import SimCluster, clean_stale, why_not_available
+from sim.cluster import SimCluster, why_not_available
+from sim.owners import clean_stale
 from sim.scenario import builtin_names, load_scenario
 
 __all__ = ["ALL_REFUSED", "USAGE", "main"]

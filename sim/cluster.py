@@ -8,7 +8,7 @@ tools over /usr/local/bin. Links are veth pairs named and addressed like the QSF
 LAN veth (enP7s7) carries SSH, as the LAN does in production. Nothing is routed out of the
 namespaces. Everything made is named after the owner's pid (its start time recorded beside, so a
 reused pid is not taken for the owner), so a later run can clean what a crashed one left (`python -m
-sim clean`), and leaves alone what a live one uses.
+sim clean`), and leaves alone what a live one uses (sim/owners.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,32 +31,29 @@ from pathlib import Path
 from typing import Any
 
 from gb10check import inventory as inv
-from gb10check.errors import SimError, clip
-from gb10check.redact import redact
+from gb10check.errors import SimError
 from sim import inventory_file, netns, node_files
 from sim.layout import LAN_NETDEV
 from sim.node import PROJECT_ROOT, SSHD, SimNode
 from sim.node_files import write_node_files
+from sim.owners import (
+    NS_PREFIX,
+    RUN_ROOT,
+    clean_stale,
+    record_owner,
+    remove_owner,
+    sh,
+)
 from sim.scenario import Scenario
 
 __all__ = [
-    "NS_PREFIX",
-    "OWNER_FILE",
     "REQUIRED_TOOLS",
-    "RUN_ROOT",
     "SERVING_AVAILABLE_KB",
     "SWITCH_MTU",
-    "Cleaned",
-    "Owner",
     "SimCluster",
-    "clean_stale",
-    "owner_of",
     "why_not_available",
 ]
 
-RUN_ROOT = Path("/run/gb10sim")
-OWNER_FILE = "owner"  # in RUN_ROOT/<owner>: which process made the cluster (sim clean leaves it while it runs)
-NS_PREFIX = "gb10sim-"
 SWITCH_MTU = 9216  # what a QSFP switch's ports carry
 REQUIRED_TOOLS = ("ip", "unshare", "ssh-keygen", "timeout", "mount")
 # MemAvailable a started node keeps (the field report: ~12 GiB on rank 0, ~15 GiB on rank 1), kB
@@ -67,16 +63,6 @@ SERVING_AVAILABLE_KB = (12 * 1024 * 1024, 15 * 1024 * 1024)
 def _loading_index(lines: list[tuple[float, str]]) -> int:
     """Where a start that never finishes loading stops: just after `Starting to load model`."""
     return next((i + 1 for i, (_, text) in enumerate(lines) if "Starting to load model" in text), len(lines))
-
-
-def _sh(*args: str, check: bool = True, timeout: float = 15.0) -> subprocess.CompletedProcess[str]:
-    try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise SimError(f"`{' '.join(args)}` hung for {timeout:g} s") from exc
-    if check and proc.returncode != 0:
-        raise SimError(f"`{' '.join(args)}` failed (rc={proc.returncode}): {proc.stderr.strip()}")
-    return proc
 
 
 def _batch(commands: list[str], namespace: str | None = None) -> None:
@@ -111,114 +97,6 @@ def why_not_available() -> str | None:
     if missing:
         return f"the simulated cluster needs {', '.join(missing)}: apt-get install openssh-server iproute2 util-linux"
     return None
-
-
-def _stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields from the state on (field 3), None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (a zombie is dead, only unreaped)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
-
-
-def _start_time(pid: int) -> str | None:
-    """When the process started (clock ticks since boot, stat's field 22): with its pid, which process it is
-    (a pid is reused, the pair is not)."""
-    fields = _stat(pid)
-    return fields[19] if fields is not None and fields[0] != "Z" and len(fields) > 19 else None
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The process a simulated cluster belongs to (the run that made it), as its name in the namespaces
-    and under RUN_ROOT says (its pid), and whether it still runs."""
-
-    name: str
-    live: bool
-    command: str = ""  # its command line, while it runs
-
-    def describe(self) -> str:
-        return f"{self.name}: {self.command or '(no command line)'}"
-
-
-def _record_owner(directory: Path, pid: int) -> None:
-    """Who made the cluster: `<pid> <start time>` (a later clean tells a reused pid from the owner)."""
-    (directory / OWNER_FILE).write_text(f"{pid} {_start_time(pid)}\n")
-
-
-def owner_of(name: str) -> Owner:
-    """Whether the cluster named after `name` is still in use: its owner's pid runs, and is the process that
-    made it (the start time recorded in RUN_ROOT/<name>/owner; a cluster made before owners were recorded,
-    or still being made, has none: its live pid is taken for the owner)."""
-    started = _start_time(int(name)) if name.isdigit() else None
-    if started is None:
-        return Owner(name, False)
-    try:
-        recorded = (RUN_ROOT / name / OWNER_FILE).read_text().split()
-    except (OSError, UnicodeDecodeError):
-        recorded = []
-    if recorded and recorded[-1] != started:  # the pid now belongs to another process
-        return Owner(name, False)
-    try:
-        command = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        command = ""
-    return Owner(name, True, clip(redact("".join(c if c.isprintable() else "?" for c in command)), 160))
-
-
-def _kill_netns_processes(ns: str) -> None:
-    """SIGKILL whatever still runs in the namespace (its sshd's session children, after the
-    main processes had their SIGTERM) and wait, bounded, until they are gone."""
-    pids = [int(p) for p in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 3.0
-    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
-        time.sleep(0.02)
-
-
-def _remove_owner(owner: str) -> None:
-    for ns in _namespaces():
-        if ns.startswith(f"{NS_PREFIX}{owner}-"):
-            _kill_netns_processes(ns)
-            _sh("ip", "netns", "del", ns, check=False)
-    shutil.rmtree(RUN_ROOT / owner, ignore_errors=True)
-
-
-def _namespaces() -> list[str]:
-    out = _sh("ip", "netns", "list", check=False).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-@dataclass(frozen=True)
-class Cleaned:
-    removed: list[str]  # owners (pids) whose clusters were removed
-    in_use: list[Owner]  # clusters left alone: their owner runs
-
-
-def clean_stale() -> Cleaned:
-    """Remove the simulated clusters whose owner is gone (a crashed or killed run's); leave, and name, the
-    ones still in use: another run's checks are using them."""
-    owners = {ns[len(NS_PREFIX) :].split("-")[0] for ns in _namespaces() if ns.startswith(NS_PREFIX)}
-    if RUN_ROOT.is_dir():
-        owners |= {p.name for p in RUN_ROOT.iterdir()}
-    removed, in_use = [], []
-    for owner in sorted(owners):
-        state = owner_of(owner)
-        if state.live:
-            in_use.append(state)
-        else:
-            _remove_owner(owner)
-            removed.append(owner)
-    return Cleaned(removed, in_use)
 
 
 @dataclass
@@ -267,9 +145,9 @@ class SimCluster:
             self.dir.mkdir(parents=True)
             self.dir.chmod(0o711)  # an unprivileged login must reach its node's stubs; no listing
             if self.owner.isdigit():
-                _record_owner(self.dir, int(self.owner))
+                record_owner(self.dir, int(self.owner))
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
-            _sh(
+            sh(
                 "ssh-keygen",
                 "-q",
                 "-t",
@@ -287,7 +165,7 @@ class SimCluster:
                     raise SimError(f"{self.scenario.source}: node ranks must be 0..n-1 (node {name})")
                 node = SimNode(name, rank, f"{NS_PREFIX}{self.owner}-r{rank}", self.dir / name, spec)
                 self.nodes.append(node)
-                _sh("ip", "netns", "add", node.ns)
+                sh("ip", "netns", "add", node.ns)
                 write_node_files(node, self.scenario, self.inventory, self.dir)
             self._lap("files", started)
             self._wire()
@@ -321,7 +199,7 @@ class SimCluster:
         then one per namespace addresses and raises them."""
         by_name = {n.name: n for n in self.nodes}
         sw = self.switch_namespace
-        _sh("ip", "netns", "add", sw)
+        sh("ip", "netns", "add", sw)
         create: list[str] = []  # from the root namespace: each veth made with its ends in their namespaces
         unused: dict[str, int] = {}  # per node: uncabled ports so far
         inside: dict[str, list[str]] = {sw: ["link set lo up"], **{n.ns: ["link set lo up"] for n in self.nodes}}
@@ -551,6 +429,6 @@ class SimCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=3)
-        _remove_owner(self.owner)
+        remove_owner(self.owner)
         with contextlib.suppress(Exception):
             atexit.unregister(self.down)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cluster import NS_PREFIX, RUN_ROOT
+from sim.owners import NS_PREFIX, RUN_ROOT
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root")
 GB10CHECK = str(Path(sys.executable).with_name("gb10check"))
