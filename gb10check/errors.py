@@ -8,6 +8,7 @@
     ├── CommandLineError      the `gb10check` command line lacks a value or has a bad one (exit status 4)
     ├── SuiteFilesError       the suite's checks and plugin are neither inside the package nor beside it
     ├── ParseError            a tool printed something its parser does not recognise
+    │   └── Unreadable        a launch script construct the bash reader cannot follow (gb10check/shell/walk.py)
     ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
     ├── DecidedAtStart        a value of the launch plan only the start decides: its checks skip, saying so
@@ -18,7 +19,12 @@
     │   ├── NodeUnreachable   connect / auth / host key failed: the node's checks fail with node-unreachable
     │   └── CommandTimeout    a command outlived its bound (also recorded as CommandResult.timed_out)
     ├── ServiceError          the HTTP API could not be asked (refused, timeout, not JSON)
-    └── SimError              the simulated cluster could not be built or torn down
+    ├── SimError              the simulated cluster could not be built or torn down
+    └── CheckListError        docs/checks.md cannot be made: a check it cannot place (gb10check/check_list.py)
+
+Two exceptions are verdicts' control flow, not errors, and stay outside the tree: CheckFailed
+(gb10check/verdict.py, an AssertionError: pytest reports the check failed, with what was expected and found)
+and NotApplicable (gb10check/launch/rules.py: a launch rule that does not apply to this deployment).
 
 Third-party errors (paramiko, invoke, httpx, pydantic, tomllib) are translated at the boundary
 with ``raise ... from exc``; nothing above this module leaks them. An error may carry hint ids,
