@@ -29,15 +29,12 @@ def test_cable_ends_where_the_inventory_says(rail_pair, cluster, fault_owners, e
     wrong = sorted((x for x in answers if not x.right and x.mac), key=lambda x: x.theirs.node != suspect)
     if not wrong and silent:
         pytest.skip(f"{'; '.join(silent)}: no MAC to judge (the ping of this pair, test_reachability.py, says why)")
+    # the root cause first: where the wire ends and what to move; then the ARP answers that say so
     evidence.expect(
         not wrong,
-        what="who answers ARP",
+        what="where the cable ends",
         expected=f"{a.node}'s {a.netdev} <-> {b.node}'s {b.netdev}",
-        found=f"{wrong[0].theirs.ip} answered by {wrong[0].by}" if wrong else "each end's own MAC",
-        detail="; ".join(
-            [wire.what_to_move(cluster, x) for x in wrong[:1]]
-            + [f"{x.theirs.ip} answered by {x.by}" for x in wrong[1:]]
-            + silent
-        ),
+        found=wire.what_to_move(cluster, wrong[0]) if wrong else "each end answered with its own MAC",
+        detail=("who answers ARP: " if wrong else "") + "; ".join([f"{x.theirs.ip} by {x.by}" for x in wrong] + silent),
         context={"peer_ip": b.ip, "netdev": [a.netdev]},
     )
