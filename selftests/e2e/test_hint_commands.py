@@ -25,6 +25,11 @@ from gb10check.hints import Catalogue
 from selftests.e2e.by_hand import UpByHand, up_by_hand
 
 pytestmark = pytest.mark.sim
+# never run on a sim node whatever a hint says: its nodes are namespaces of this machine, whose kernel, services,
+# packages and firmware these would change; a hint that prints one says why in its not_in_sim
+NEVER = frozenset({"reboot", "shutdown", "poweroff", "halt", "systemctl", "apt", "apt-get", "dpkg", "modprobe",
+                   "rmmod", "fwupdmgr", "nvidia-ctk", "netplan", "mount", "umount"})  # fmt: skip
+SAYS_WHERE = re.compile(r"# (on|where) ")
 LINE = re.compile(r"^    \$ (?P<command>.+?)(?:   # on (?P<nodes>[\w.-]+(?:, [\w.-]+)*))?$")
 
 
@@ -48,6 +53,12 @@ CASES = (
     Case("weights-missing", "preflight", copies=True),
     # a glob read on the odd node (the fake sysfs), the firmware tools named as the sim's lack
     Case("cx-firmware-differs", "preflight"),
+    # the node's own /etc (an overlay): the mode and owner the hint sets fix its check
+    Case("netplan-permissions", "preflight", ("tests_preflight/test_netplan.py::test_netplan_file_mode",)),
+    # a whole rail's check: its commands for each node on the rail
+    Case("mtu-mismatch", "network"),
+    # a reboot the sim cannot do: the reads run, the reboot is named as the sim's lack
+    Case("driver-mismatch", "preflight"),
 )
 
 
@@ -107,11 +118,16 @@ def _failed_nodes(summary: dict, hint_id: str, names: set[str]) -> set[str]:
     return nodes
 
 
-def _tool(command: str) -> str:
-    words = [w for w in command.split() if "=" not in w or w.startswith("-")]
-    while words and words[0] in ("sudo", "-n", "env"):
-        words.pop(0)
-    return words[0] if words else ""
+def _tools(command: str) -> set[str]:
+    """The programs a command line runs: each simple command's first word (after sudo, env and assignments)."""
+    out = set()
+    for part in re.split(r"&&|\|\||[;|]", command.split("   # ", 1)[0]):
+        words = [w for w in part.split() if "=" not in w]
+        while words and (words[0] in ("sudo", "env") or words[0].startswith("-")):
+            words.pop(0)
+        if words:
+            out.add(words[0])
+    return out
 
 
 def test_every_hint_command_parses_names_its_nodes_and_runs_there(case, tmp_path):
@@ -130,8 +146,14 @@ def test_every_hint_command_parses_names_its_nodes_and_runs_there(case, tmp_path
         assert not nodes or set(nodes) <= failed | _sources(summary, hint_id), (
             f"[{hint_id}] {command!r} is for {nodes}, its failures are on {sorted(failed)}"
         )
-        tool = _tool(command)
-        if tool in catalogue[hint_id].not_in_sim:
+        assert nodes or SAYS_WHERE.search(command), f"[{hint_id}] {command!r} does not say which node to run it on"
+        tools = _tools(command)
+        never = tools & NEVER
+        assert never <= set(catalogue[hint_id].not_in_sim), (
+            f"[{hint_id}] {command!r}: {sorted(never)} would change this machine, not a sim node; say why in the "
+            "hint's not_in_sim"
+        )
+        if tools & set(catalogue[hint_id].not_in_sim):
             continue
         for node in nodes:
             result = _on_node(sim, node, command)
