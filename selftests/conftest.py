@@ -75,9 +75,13 @@ def pytest_terminal_summary(terminalreporter, config):
 
 def pytest_configure(config):
     """The session's folder of shared suite runs (selftests/e2e/runner.py), made once, before `-n`'s
-    workers start (they inherit it), removed by the process that made it."""
+    workers start (they inherit it), removed by the process that made it; and the sim's clock: the
+    self-tests' simulated clusters run their timed tools (ib_write_bw's -D) at a tenth of the time they
+    are given (sim/node_files.py time_scale; a test that needs real time sets GB10SIM_TIME_SCALE=1)."""
     from selftests.e2e import runner
+    from sim.node_files import TIME_SCALE_ENV
 
+    os.environ.setdefault(TIME_SCALE_ENV, SELFTEST_TIME_SCALE)
     if hasattr(config, "workerinput") or os.environ.get(runner.SHARED_ENV):
         return
     os.environ[runner.SHARED_ENV] = tempfile.mkdtemp(prefix="gb10-selftest-runs-")
@@ -94,6 +98,7 @@ def pytest_unconfigure(config):
 
 
 SHARED_MADE = pytest.StashKey[str]()
+SELFTEST_TIME_SCALE = "0.1"
 
 
 @pytest.fixture(scope="session")

@@ -239,21 +239,22 @@ class SimCluster:
         for node in self.nodes:
             plug(node, LAN_NETDEV, "lan", f"lan{node.rank}")
             configure(node, LAN_NETDEV, node.lan_address)
-        for index, rail in enumerate(self.scenario.model.rails()):
-            ends = [(by_name[e.node], e) for e in rail.ends]
-            if rail.switched:
+        model = self.scenario.model
+        for index, rail in enumerate(model.rails):
+            ends = [(by_name[m.node], m) for m in rail.members]
+            if model.switched(rail):
                 switch(f"s{index}")
                 for node, end in ends:
                     plug(node, end.netdev, f"s{index}", f"s{index}n{node.rank}")
             else:
                 if len(ends) != 2:
-                    raise SimError(f"{self.scenario.source}: links.{rail.name} must join exactly two nodes (a cable)")
+                    raise SimError(f"{self.scenario.source}: rail {rail.name} must join exactly two nodes (a cable)")
                 (a, a_end), (b, b_end) = ends
                 if a_end.netdev in a.spec.unplugged or b_end.netdev in b.spec.unplugged:  # the cable is out
                     uncabled(a, a_end.netdev)
                     uncabled(b, b_end.netdev)
-                elif rail.wired is not None:  # cabled between other ends than the inventory's
-                    (x, x_dev), (y, y_dev) = ((by_name[n], d) for n, d in rail.wired)
+                elif rail.name in model.wired:  # cabled between other ends than the inventory's
+                    (x, x_dev), (y, y_dev) = ((by_name[n], d) for n, d in model.wired[rail.name])
                     create.append(f"link add name {x_dev} netns {x.ns} type veth peer name {y_dev} netns {y.ns}")
                 else:
                     create.append(

@@ -13,6 +13,7 @@ from typing import Any
 
 import tomli_w
 
+from gb10check import inventory as inv
 from sim import layout, spec
 from sim.tables import merge
 
@@ -22,20 +23,23 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cluster.example
 _KEPT = ("gid_index", "min_gbps", "mtu")  # what a rail keeps of the example's rail of the same netdev
 
 
-def _rail(rail: spec.Rail, examples: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    example = examples.get(rail.name) or examples.get(rail.ends[0].netdev) or {}
-    alike = len({(e.netdev, e.rdma_device) for e in rail.ends}) == 1 and rail.ends[0].netdev == rail.name
+def _rail(rail: inv.Rail, examples: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The scenario's rail as the inventory writes it: the short form where every member names the
+    netdev and RDMA device alike, else `members`; what the scenario's rail does not set of gid_index,
+    min_gbps and mtu from the example's rail of the same netdev."""
+    first = rail.members[0]
+    example = examples.get(rail.name) or examples.get(first.netdev) or {}
+    alike = len({(m.netdev, m.rdma_device) for m in rail.members}) == 1 and first.netdev == rail.name
     if alike:
         out: dict[str, Any] = {
             "netdev": rail.name,
-            "rdma_device": rail.ends[0].rdma_device,
-            "addresses": {e.node: e.address for e in rail.ends},
+            "rdma_device": first.rdma_device,
+            "addresses": {m.node: m.address for m in rail.members},
         }
     else:
-        out = {"name": rail.name, "members": [e.model_dump() for e in rail.ends]}
+        out = {"name": rail.name, "members": [m.model_dump() for m in rail.members]}
     out |= {k: v for k, v in example.items() if k in _KEPT}
-    if rail.mtu is not None:
-        out["mtu"] = rail.mtu
+    out |= {k: getattr(rail, k) for k in sorted(rail.model_fields_set - {"name", "members"})}
     return out
 
 
@@ -79,7 +83,7 @@ def written(model: spec.Scenario, run_dir: Path) -> dict[str, Any]:
     # a short bandwidth run: the sim's links are veths, the figures the scenario's
     data["thresholds"] = {"bandwidth_seconds": 1, **data.get("thresholds", {})}
     examples = {lk["netdev"]: lk for lk in data.pop("rails", data.pop("links", [])) if "netdev" in lk}
-    data["rails"] = [_rail(rail, examples) for rail in model.rails()]
+    data["rails"] = [_rail(rail, examples) for rail in model.rails]
     cluster = {k: v for k, v in data.get("cluster", {}).items() if k != "topology"}
     topology = model.topology or ("pair" if len(nodes) == 2 else None)
     if topology is not None:

@@ -84,31 +84,34 @@ def _end(rank: int, port: int, half: int, address: str) -> dict[str, str]:
 
 
 def skeleton(topology: str, size: int) -> dict[str, Any]:
-    """The scenario tables (nodes, links, unused_ports) a topology of `size` nodes stands for; a
-    scenario's own tables merge over them."""
+    """The scenario tables (nodes, rails in the inventory's form, unused_ports) a topology of `size`
+    nodes stands for; a scenario's own tables merge over them."""
     nodes = {node_name(k): {"rank": k, "lan_address": lan_address(k), "gpu_uuid": gpu_uuid(node_name(k))}
              for k in range(size)}  # fmt: skip
     unused = {device: netdev for netdev, device in PORTS[1]}
-    links: dict[str, Any] = {}
+    rails: list[dict[str, Any]] = []
     if topology == "pair":
         for (netdev, device), addresses in zip(PORTS[0], PAIR_ADDRESSES, strict=True):
-            links[netdev] = {"rdma_device": device, "addresses": dict(zip(nodes, addresses, strict=True))}
+            members = dict(zip(nodes, addresses, strict=True))
+            rails.append({"netdev": netdev, "rdma_device": device, "addresses": members})
     elif topology == "switch":
         for half, (netdev, device) in enumerate(PORTS[0]):
-            links[netdev] = {
+            rails.append({
+                "netdev": netdev,
                 "rdma_device": device,
                 "addresses": {node_name(k): f"192.168.{100 + half}.{10 + k}/24" for k in range(size)},
-            }
+            })  # fmt: skip
     else:  # ring: cable c from rank c's port 0 to rank c+1's port 1
         unused = {}
         for c in range(size):
             nxt = (c + 1) % size
             for half, letter in enumerate("ab"):
                 subnet = f"10.20.{2 * c + half}"
-                links[f"c{c}{letter}"] = {
+                rails.append({
+                    "name": f"c{c}{letter}",
                     "members": [
                         _end(c, 0, half, f"{subnet}.{c + 1}/24"),
                         _end(nxt, 1, half, f"{subnet}.{nxt + 1}/24"),
-                    ]
-                }
-    return {"nodes": nodes, "links": links, "unused_ports": unused}
+                    ],
+                })  # fmt: skip
+    return {"nodes": nodes, "rails": rails, "unused_ports": unused}

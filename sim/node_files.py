@@ -25,7 +25,6 @@ from gb10check.errors import SimError
 from sim import container, deploy, language, layout, vllm_logs
 from sim.node import COMPOSE_BINARY, PROJECT_ROOT, SSHD, STUB_PYTHON, SimNode
 from sim.scenario import Scenario
-from sim.spec import LinkEnd, Rail
 from sim.stub import FS_TOOLS, LANGUAGE_TOOLS, TOOLS
 from sim.tables import merge
 
@@ -36,12 +35,33 @@ __all__ = [
     "GID_SLOTS",
     "LOGIND_CONF",
     "OS_RELEASE",
+    "TIME_SCALE_ENV",
     "UBUNTU_LOGIND",
     "UFW_UNIT_LINK",
     "pci_address",
     "startup_lines",
+    "time_scale",
     "write_node_files",
 ]
+
+TIME_SCALE_ENV = "GB10SIM_TIME_SCALE"
+
+
+def time_scale() -> float:
+    """The share of a timed tool's set duration its stub spends running (ib_write_bw's `-D`): what the
+    tool prints is the same (its iterations, its rate over the whole -D), only the wait is shorter.
+    $GB10SIM_TIME_SCALE, a number in (0, 1], 1 when unset; the self-tests run the sim at 0.1
+    (selftests/conftest.py), the demo and `--sim` in real time."""
+    text = os.environ.get(TIME_SCALE_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = -1.0
+    if not 0 < scale <= 1:
+        raise SimError(f"${TIME_SCALE_ENV} is {text!r}: give a number in (0, 1] (1: the tools' real durations)")
+    return scale
 
 
 def _sh(*args: str) -> None:
@@ -60,10 +80,10 @@ def write_node_files(node: SimNode, scenario: Scenario, inventory: inv.Inventory
     _write_boot(node)
 
 
-def _dark(scenario: Scenario, rail: Rail, end: LinkEnd) -> bool:
+def _dark(scenario: Scenario, rail: inv.Rail, end: inv.Member) -> bool:
     """No carrier at this end: a cable is dark when either end is down or unplugged (or its node off); a
     switch port when this end is (the switch and the other ports stay up)."""
-    ends = [end] if rail.switched else list(rail.ends)
+    ends = [end] if scenario.model.switched(rail) else list(rail.members)
     nodes = scenario.model.nodes
     return any(
         e.netdev in nodes[e.node].down or e.netdev in nodes[e.node].unplugged or nodes[e.node].powered_off for e in ends
@@ -80,7 +100,7 @@ def _rdma_ports(node: SimNode, scenario: Scenario) -> list[dict[str, Any]]:
         down = _dark(scenario, rail, end)
         toward = {}  # the peer's address on this rail (as the peer really has it) -> Gb/s from this end
         for peer, gbps in (spec.bw_to if spec else {}).items():
-            peer_end = rail.end(peer)
+            peer_end = rail.member(peer)
             assert peer_end is not None  # the scenario's validation: bw_to names peers on this rail
             actual = model.nodes[peer].addresses.get(peer_end.netdev, peer_end.address)
             toward[str(ipaddress.ip_interface(actual).ip)] = gbps
@@ -151,6 +171,7 @@ def _write_stubs(node: SimNode, ports: list[dict[str, Any]], scenario: Scenario,
         "stubs": [stub.model_dump() for stub in spec.stubs],
         "docker": _docker_state(node, scenario, inventory),
         "perftest": {
+            "time_scale": time_scale(),
             "version": spec.perftest_version,
             "mb_label": "MB" if spec.perftest_version == "24.01" else "MiB",
             "ports": {

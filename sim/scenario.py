@@ -26,7 +26,9 @@ TOP_KEYS = {
     "topology",
     "size",
     "nodes",
-    "links",
+    "rails",
+    "wired",
+    "links",  # the older form of rails (read as rails: sim/spec.py rails_from_links)
     "unused_ports",
     "service",
     "deployment",
@@ -70,6 +72,17 @@ def _read(path: Path) -> dict[str, Any]:
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise SimError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(TOP_KEYS)}")
+    if "links" in data:
+        if "rails" in data:
+            raise SimError(f"{path}: give the fabric as [[rails]] or as the older [links.<name>], not both")
+        try:
+            rails, wired = spec.rails_from_links(data.pop("links"), str(path))
+        except ValueError as exc:
+            raise SimError(str(exc)) from exc
+        if rails:
+            data["rails"] = rails
+        if wired:
+            data["wired"] = merge(wired, data.get("wired", {}))
     return data
 
 
@@ -135,9 +148,9 @@ def _over(inherited: dict[str, Any], own: dict[str, Any], path: Path) -> dict[st
     """`own` (one file's tables) over `inherited`, its `rank<k>` keys first resolved to the node of
     rank k among the nodes the two make together."""
     shape = {k: v for k, v in own.items() if k in ("topology", "size")}
-    if "topology" in own and "topology" not in inherited and inherited.get("links"):
+    if "topology" in own and "topology" not in inherited and inherited.get("rails"):
         raise SimError(
-            f"{path}: topology = {own['topology']!r} over a base that lists its own nodes and links: start from a "
+            f"{path}: topology = {own['topology']!r} over a base that lists its own nodes and rails: start from a "
             "scenario with a topology (healthy-ring3, healthy-switch4, ...) or from none"
         )
     nodes = own.get("nodes")
@@ -147,7 +160,7 @@ def _over(inherited: dict[str, Any], own: dict[str, Any], path: Path) -> dict[st
 
 
 def _resolve_ranks(own: dict[str, Any], by_rank: dict[int, str], path: Path) -> dict[str, Any]:
-    """Every `rank<k>` that names a node (a [nodes.*] key, a link's node, a bw_to peer) -> its name."""
+    """Every `rank<k>` that names a node (a [nodes.*] key, a rail's member, a wired end, a bw_to peer) -> its name."""
 
     def name(key: str, where: str) -> str:
         m = layout.RANK_KEY.match(key)
@@ -171,17 +184,25 @@ def _resolve_ranks(own: dict[str, Any], by_rank: dict[int, str], path: Path) -> 
                     port["bw_to"] = {name(k, f"{where}.{k}"): v for k, v in port["bw_to"].items()}
             nodes[node] = table
         own["nodes"] = nodes
-    for rail, link in (own.get("links") or {}).items():
-        if isinstance(link, dict) and isinstance(link.get("addresses"), dict):
-            link["addresses"] = {name(k, f"links.{rail}.addresses.{k}"): v for k, v in link["addresses"].items()}
-        for i, end in enumerate(link.get("members", []) if isinstance(link, dict) else []):
-            if isinstance(end, dict) and isinstance(end.get("node"), str):
-                end["node"] = name(end["node"], f"links.{rail}.members[{i}].node")
+    rails = own.get("rails")
+    for r, rail in enumerate(rails if isinstance(rails, list) else []):
+        if not isinstance(rail, dict):
+            continue
+        if isinstance(rail.get("addresses"), dict):
+            rail["addresses"] = {name(k, f"rails[{r}].addresses.{k}"): v for k, v in rail["addresses"].items()}
+        for i, member in enumerate(rail.get("members", []) if isinstance(rail.get("members"), list) else []):
+            if isinstance(member, dict) and isinstance(member.get("node"), str):
+                member["node"] = name(member["node"], f"rails[{r}].members[{i}].node")
+    wired = own.get("wired")
+    for rail_name, ends in wired.items() if isinstance(wired, dict) else []:
+        for i, end in enumerate(ends if isinstance(ends, list) else []):
+            if isinstance(end, list) and end and isinstance(end[0], str):
+                end[0] = name(end[0], f"wired.{rail_name}[{i}]")
     return own
 
 
 def _expand(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A scenario with a topology: the nodes, links and unused ports it stands for, its tables over them."""
+    """A scenario with a topology: the nodes, rails and unused ports it stands for, its tables over them."""
     if "topology" not in data:
         return data
     skeleton = layout.skeleton(data["topology"], data.get("size") or layout.SIZES[data["topology"]][0])
@@ -215,7 +236,7 @@ class Scenario:
 
     @property
     def topology(self) -> str:
-        """pair, ring or switch: as the file says, else a pair (the nodes and links it lists)."""
+        """pair, ring or switch: as the file says, else a pair (the nodes and rails it lists)."""
         return self.model.topology or "pair"
 
     def node_of_rank(self, rank: int) -> str:
@@ -237,7 +258,7 @@ class Scenario:
 
 
 def _validate(path: Path, data: dict[str, Any]) -> None:
-    """As strict as an inventory: every key known, every netdev one a link has (sim/spec.py), and the
+    """As strict as an inventory: every key known, every netdev one a rail has (sim/spec.py), and the
     inventory the sim writes for it valid (the [inventory] overrides included)."""
     if not isinstance(data.get("nodes"), dict) or not data["nodes"]:
         raise SimError(f"{path}: a scenario needs [nodes.<name>] tables (directly or through 'base')")

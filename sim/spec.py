@@ -8,11 +8,11 @@ These models validate the merged scenario (after `base`); sim/ still reads the p
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gb10check import inventory as inv
 from sim.stub import TOOLS
 
 __all__ = [
@@ -30,17 +30,16 @@ __all__ = [
     "Hf",
     "Host",
     "Image",
-    "Link",
-    "LinkEnd",
     "LongLine",
     "NcclLibrary",
     "Netplan",
     "Node",
-    "Rail",
     "RdmaPort",
     "Scenario",
     "Stub",
     "Ufw",
+    "Wired",
+    "rails_from_links",
 ]
 
 DEPLOYMENT_USER = "lenovo"  # the field report's: what `id -un` prints on a node unless `users` says otherwise
@@ -309,62 +308,27 @@ class Node(_Spec):
         return {**MEMINFO, **self.meminfo}
 
 
-class LinkEnd(_Spec):
-    """One node's end of a link, when its netdev and RDMA device are its own (a ring's cable)."""
-
-    node: str
-    netdev: str
-    rdma_device: str
-    address: str
+Wired = tuple[tuple[str, str], tuple[str, str]]  # a cable's two real ends, each [node name, netdev]
 
 
-class Link(_Spec):
-    """links.<name>: one rail of the fabric. Either `rdma_device` and `addresses` (every node on the
-    netdev <name>: the pair's cable halves, a switch's rails) or `members` (each end its own netdev:
-    a ring's cable half, <name> the rail's name)."""
-
-    rdma_device: str | None = None
-    addresses: dict[str, str] | None = None
-    members: list[LinkEnd] | None = None
-    mtu: int | None = None  # what the inventory expects of this link (the nodes' own MTU: nodes.<name>.mtu)
-    # a cable wired between other ends than its members ([node name, netdev] twice): a ring cabled in
-    # another order than the ranks; the members keep their addresses, the inventory still says `members`
-    wired: list[tuple[str, str]] | None = Field(None, min_length=2, max_length=2)
-
-    @model_validator(mode="after")
-    def _one_form(self) -> Link:
-        short = self.rdma_device is not None or self.addresses is not None
-        if short == (self.members is not None):
-            raise ValueError("give rdma_device and addresses = { node = ... }, or members = [...], not both")
-        if short and (self.rdma_device is None or self.addresses is None):
-            raise ValueError("rdma_device and addresses go together")
-        if self.members is not None and len(self.members) < 2:
-            raise ValueError("a link joins two or more nodes")
-        return self
-
-    def ends(self, name: str) -> list[LinkEnd]:
-        """Its members, each with its netdev (the short form's: `name`, the link's key)."""
-        if self.members is not None:
-            return list(self.members)
-        assert self.rdma_device is not None and self.addresses is not None
-        return [
-            LinkEnd(node=n, netdev=name, rdma_device=self.rdma_device, address=a) for n, a in self.addresses.items()
-        ]
-
-
-@dataclass(frozen=True)
-class Rail:
-    """A link as the sim wires it: a switch's rail is a bridge every end plugs into; any other is a
-    cable (a veth pair) between its two ends."""
-
-    name: str
-    ends: tuple[LinkEnd, ...]
-    mtu: int | None
-    switched: bool
-    wired: tuple[tuple[str, str], ...] | None = None  # the cable's real ends (node, netdev), when not its members
-
-    def end(self, node: str) -> LinkEnd | None:
-        return next((e for e in self.ends if e.node == node), None)
+def rails_from_links(links: object, where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The older `[links.<name>]` tables as the inventory's rails, and their `wired` as the scenario's
+    [wired] table: `rdma_device` and `addresses` (every node on the netdev <name>) is the rail of that
+    netdev, `members` the rail <name>; a link that only says `wired` (over its base's) is that fault."""
+    if not isinstance(links, dict):
+        raise ValueError(f"{where}: [links] must be tables [links.<name>]")
+    rails: list[dict[str, Any]] = []
+    wired: dict[str, Any] = {}
+    for name, link in links.items():
+        if not isinstance(link, dict):
+            raise ValueError(f"{where}: links.{name} must be a table")
+        link = dict(link)
+        if "wired" in link:
+            wired[name] = link.pop("wired")
+        if not link:
+            continue
+        rails.append({"name": name, **link} if "members" in link else {"netdev": name, **link})
+    return rails, wired
 
 
 class FakeApi(_Spec):
@@ -425,80 +389,79 @@ class Expect(_Spec):
 class Scenario(_Spec):
     description: str = ""
     expect: Expect | None = None  # the file's own: never inherited through `base`
-    topology: Literal["pair", "ring", "switch"] | None = None  # None: the nodes and links the file lists
+    topology: Literal["pair", "ring", "switch"] | None = None  # None: the nodes and rails the file lists
     size: int | None = Field(None, ge=2, le=8)
     nodes: dict[str, Node] = Field(min_length=1)
-    links: dict[str, Link] = {}
+    # the fabric in the inventory's words ([[rails]], gb10check/inventory.py Rail: one validator), and
+    # its one fault of the cabling itself: a rail's cable wired between other ends than its members
+    rails: list[inv.Rail] = []
+    wired: dict[str, Wired] = {}
     unused_ports: dict[str, str] = {}  # rdma device -> netdev
     service: FakeApi = FakeApi()
     deployment: Deployment = Deployment()
     inventory: dict[str, object] = {}  # checked against the inventory model on its own
 
-    def rails(self) -> list[Rail]:
-        """Every link as the sim wires it, in the file's order."""
-        return [
-            Rail(
-                name,
-                tuple(link.ends(name)),
-                link.mtu,
-                self.topology == "switch" or len(link.ends(name)) > 2,
-                tuple(link.wired) if link.wired else None,
-            )
-            for name, link in self.links.items()
-        ]
+    def switched(self, rail: inv.Rail) -> bool:
+        """Does the sim wire the rail as a switch's (a bridge every end plugs into), not a cable (a veth
+        pair between its two ends)."""
+        return self.topology == "switch" or len(rail.members) > 2
 
-    def ends_of(self, node: str) -> list[tuple[Rail, LinkEnd]]:
-        """The node's ends of the fabric: each rail it is on, with its end there."""
-        return [(rail, end) for rail in self.rails() for end in rail.ends if end.node == node]
+    def ends_of(self, node: str) -> list[tuple[inv.Rail, inv.Member]]:
+        """The node's ends of the fabric: each rail it is on, with its member there."""
+        return [(rail, m) for rail in self.rails for m in rail.members if m.node == node]
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
-        for name, link in self.links.items():
-            ends = link.ends(name)
-            nodes = [e.node for e in ends]
-            unknown = sorted(set(nodes) - set(self.nodes))
-            twice = sorted({n for n in nodes if nodes.count(n) > 1})
-            if unknown or twice:
-                raise ValueError(f"links.{name} names unknown node(s) {unknown} or a node twice {twice}")
-            strays = [f"{n} {d}" for n, d in link.wired or [] if n not in self.nodes]
+        names = [rail.name for rail in self.rails]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"rails {twice} named twice: each rail once")
+        for rail in self.rails:
+            unknown = sorted(set(rail.nodes) - set(self.nodes))
+            if unknown:
+                raise ValueError(f"rail {rail.name} names {unknown}, which are not nodes of the scenario")
+        by_name = {rail.name: rail for rail in self.rails}
+        for name, ends in self.wired.items():
+            if name not in by_name:
+                raise ValueError(f"wired.{name}: no rail is named {name} ({', '.join(names)})")
+            if self.switched(by_name[name]):
+                raise ValueError(f"wired.{name}: rail {name} is a switch's, not a cable")
+            strays = [f"{n} {d}" for n, d in ends if n not in self.nodes]
             if strays:
-                raise ValueError(f"links.{name}.wired names {strays}: not nodes of the scenario")
-            if link.members is None and set(nodes) != set(self.nodes):
-                raise ValueError(
-                    f"links.{name}.addresses must name every node once (missing {sorted(set(self.nodes) - set(nodes))})"
-                )
+                raise ValueError(f"wired.{name} names {strays}: not nodes of the scenario")
         unused = set(self.unused_ports.values())
         for name, node in self.nodes.items():
             mine = {e.netdev: (rail, e) for rail, e in self.ends_of(name)}
             unknown = sorted(set(node.down) - set(mine) - unused)
             if unknown:
                 raise ValueError(
-                    f"nodes.{name}.down names {unknown}, which no link or unused port of {name} has: "
+                    f"nodes.{name}.down names {unknown}, which no rail or unused port of {name} has: "
                     f"{sorted(set(mine) | unused)}"
                 )
             for key in ("unplugged", "mtu", "addresses", "rdma"):
                 strays = sorted(set(getattr(node, key)) - set(mine))
                 if strays:
-                    raise ValueError(f"nodes.{name}.{key} names {strays}, which no link of {name} has: {sorted(mine)}")
+                    raise ValueError(f"nodes.{name}.{key} names {strays}, which no rail of {name} has: {sorted(mine)}")
             crossed = [netdev for pair in node.crossed for netdev in pair]
             strays = sorted(set(crossed) - set(mine) - unused)
             twice = sorted({n for n in crossed if crossed.count(n) > 1})
             if strays or twice:
                 raise ValueError(
-                    f"nodes.{name}.crossed names {strays or twice}, which no link or unused port of {name} has "
+                    f"nodes.{name}.crossed names {strays or twice}, which no rail or unused port of {name} has "
                     f"or another pair already crosses: each pair two of {sorted(set(mine) | unused)}"
                 )
             omitted = sorted(set(node.netplan.omit) - set(mine))
             if omitted:
                 raise ValueError(
-                    f"nodes.{name}.netplan.omit names {omitted}, which no link of {name} has: {sorted(mine)}"
+                    f"nodes.{name}.netplan.omit names {omitted}, which no rail of {name} has: {sorted(mine)}"
                 )
             for netdev, port in node.rdma.items():
                 rail = mine[netdev][0]
-                strangers = sorted(set(port.bw_to) - {e.node for e in rail.ends if e.node != name})
+                peers = [n for n in rail.nodes if n != name]
+                strangers = sorted(set(port.bw_to) - set(peers))
                 if strangers:
                     raise ValueError(
                         f"nodes.{name}.rdma.{netdev}.bw_to names {strangers}, which are not {name}'s peers on "
-                        f"{rail.name}: {[e.node for e in rail.ends if e.node != name]}"
+                        f"{rail.name}: {peers}"
                     )
         return self

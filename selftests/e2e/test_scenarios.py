@@ -189,8 +189,8 @@ def test_a_healthy_cluster_checks_every_node_rail_end_and_pair(name, healthy_ids
     rank = {n: node.rank for n, node in scenario.nodes.items()}
     assert {f"{DRV}[{n}]" for n in scenario.nodes} <= ids
     bandwidth, ends = set(), set()
-    for rail in scenario.model.rails():
-        members = sorted(rail.ends, key=lambda e: rank[e.node])
+    for rail in scenario.model.rails:
+        members = sorted(rail.members, key=lambda e: rank[e.node])
         ends |= {f"{LINK}[{e.node}-{e.netdev}]" for e in members}
         bandwidth |= {
             f"tests_network/test_bandwidth.py::test_rdma_bandwidth[{a.node}-{b.node}-{rail.name}]"

@@ -45,11 +45,11 @@ def test_the_healthy_scenarios_of_every_shape(name, topology, size):
 
 def test_a_switch_is_every_node_on_both_halves_of_port_0():
     model = load_scenario("healthy-switch8").model
-    rails = model.rails()
+    rails = model.rails
     assert [r.name for r in rails] == ["enp1s0f0np0", "enP2p1s0f0np0"]
-    assert all(r.switched for r in rails)
+    assert all(model.switched(r) for r in rails)
     for half, rail in enumerate(rails):
-        assert [(e.node, e.address) for e in rail.ends] == [
+        assert [(e.node, e.address) for e in rail.members] == [
             (layout.node_name(k), f"192.168.{100 + half}.{10 + k}/24") for k in range(8)
         ]
     assert model.unused_ports == {"rocep1s0f1": "enp1s0f1np1", "roceP2p1s0f1": "enP2p1s0f1np1"}
@@ -57,11 +57,11 @@ def test_a_switch_is_every_node_on_both_halves_of_port_0():
 
 def test_a_ring_cables_port_0_of_each_node_to_port_1_of_the_next():
     model = load_scenario("healthy-ring4").model
-    rails = {r.name: r for r in model.rails()}
+    rails = {r.name: r for r in model.rails}
     assert list(rails) == ["c0a", "c0b", "c1a", "c1b", "c2a", "c2b", "c3a", "c3b"]
-    assert not any(r.switched for r in rails.values()) and model.unused_ports == {}
+    assert not any(model.switched(r) for r in rails.values()) and model.unused_ports == {}
     last = rails["c3b"]  # the last cable closes the ring: rank 3's port 0 to rank 0's port 1
-    assert [(e.node, e.netdev, e.rdma_device, e.address) for e in last.ends] == [
+    assert [(e.node, e.netdev, e.rdma_device, e.address) for e in last.members] == [
         ("thinkstationpgx-36", "enP2p1s0f0np0", "roceP2p1s0f0", "10.20.7.4/24"),
         ("thinkstationpgx-30", "enP2p1s0f1np1", "roceP2p1s0f1", "10.20.7.1/24"),
     ]
@@ -85,9 +85,9 @@ def test_a_ring_cables_port_0_of_each_node_to_port_1_of_the_next():
          "nodes.thinkstationpgx-50 is not a node of this switch of 4"),
         ('base = "healthy-switch4"\n[nodes.rank1]\nsudo = false\n[nodes.thinkstationpgx-32]\nsudo = true\n',
          "nodes.thinkstationpgx-32 and nodes.thinkstationpgx-32 are the same node"),
-        ('base = "healthy"\ntopology = "switch"\nsize = 4\n', "over a base that lists its own nodes and links"),
+        ('base = "healthy"\ntopology = "switch"\nsize = 4\n', "over a base that lists its own nodes and rails"),
         ('base = "healthy-switch4"\n[nodes.rank1]\nunplugged = ["enp1s0f1np1"]\n',
-         "nodes.thinkstationpgx-32.unplugged names ['enp1s0f1np1'], which no link of thinkstationpgx-32 has"),
+         "nodes.thinkstationpgx-32.unplugged names ['enp1s0f1np1'], which no rail of thinkstationpgx-32 has"),
         ('base = "healthy-switch4"\n[nodes.rank1.rdma.enp1s0f0np0]\nbw_to = { rank1 = 40 }\n',
          "are not thinkstationpgx-32's peers on enp1s0f0np0"),
     ],
@@ -108,7 +108,7 @@ def test_a_fault_by_rank_runs_at_any_size():
         downs = {name: node.down for name, node in scenario.nodes.items() if node.down}
         assert downs == {"thinkstationpgx-32": ["enP2p1s0f0np0"]}
         end = next(
-            e for r in scenario.model.rails() if r.name == rail for e in r.ends if e.node == "thinkstationpgx-32"
+            e for r in scenario.model.rails if r.name == rail for e in r.members if e.node == "thinkstationpgx-32"
         )
         assert end.netdev == "enP2p1s0f0np0"
     assert load_scenario("link-down").topology == "pair"
@@ -151,7 +151,7 @@ def test_the_written_inventory_is_the_topology(name):
         size,
         size,
     )
-    assert [r.name for r in inventory.rails] == [r.name for r in scenario.model.rails()]
+    assert [r.name for r in inventory.rails] == [r.name for r in scenario.model.rails]
     if scenario.topology == "pair":  # the example's: the control plane on the first rail
         assert data["control"] == {"netdev": "enp1s0f0np0"} and inventory.master_address == "169.254.94.252"
         assert '[[rails]]\nnetdev = "enp1s0f0np0"\nrdma_device = "rocep1s0f0"\naddresses = { ' in text
@@ -234,11 +234,11 @@ def test_a_port_carries_its_own_figure_toward_each_peer():
 
 def test_the_layout_addresses_are_distinct_per_rail():
     for topology, size in (("ring", 8), ("switch", 8), ("pair", 2)):
-        links = layout.skeleton(topology, size)["links"]
+        rails = layout.skeleton(topology, size)["rails"]
         nets = []
-        for link in links.values():
+        for rail in rails:
             addresses = (
-                list(link["addresses"].values()) if "addresses" in link else [m["address"] for m in link["members"]]
+                list(rail["addresses"].values()) if "addresses" in rail else [m["address"] for m in rail["members"]]
             )
             assert len({ipaddress.ip_interface(a).network for a in addresses}) == 1
             nets.append(ipaddress.ip_interface(addresses[0]).network)
@@ -315,3 +315,66 @@ def test_the_wire_probe_asks_every_peer_and_is_a_read(name):
                     assert f"-I {mine.netdev} {other.ip} " in command
         if inventory.topology == "ring":
             assert command.count("; do ping") == 4  # each of its 4 ends has others to fall back on
+
+
+def test_the_older_links_tables_are_read_as_the_inventorys_rails(tmp_path):
+    """One fabric vocabulary: a scenario's [links.<name>] (the form before [[rails]]) loads as the same
+    rails, and a link's `wired` as the cable's [wired]; a file may not give both forms."""
+    healthy = load_scenario("healthy")
+    old = tmp_path / "old.toml"
+    nodes = tomllib.loads((healthy.source).read_text())["nodes"]
+    links = "\n".join(
+        f'[links.{rail.name}]\nrdma_device = "{rail.members[0].rdma_device}"\n'
+        "addresses = { " + ", ".join(f'{m.node} = "{m.address}"' for m in rail.members) + " }"
+        for rail in healthy.model.rails
+    )
+    ranks = "\n".join(f"[nodes.{name}]\nrank = {table['rank']}" for name, table in nodes.items())
+    old.write_text(f"{ranks}\n{links}\n")
+    assert load_scenario(str(old)).model.rails == healthy.model.rails
+    ring = tmp_path / "ring.toml"
+    ring.write_text(
+        'base = "healthy-ring4"\n[links.c0a]\nwired = [["rank0", "enp1s0f0np0"], ["rank2", "enp1s0f1np1"]]\n'
+    )
+    assert load_scenario(str(ring)).model.wired == {
+        "c0a": (("thinkstationpgx-30", "enp1s0f0np0"), ("thinkstationpgx-34", "enp1s0f1np1"))
+    }
+    both = tmp_path / "both.toml"
+    both.write_text(old.read_text().replace("[links.enP2p1s0f0np0]", '[[rails]]\nnetdev = "enP2p1s0f0np0"', 1))
+    with pytest.raises(SimError, match=r"both.toml: give the fabric as \[\[rails\]\] or as the older"):
+        load_scenario(str(both))
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('base = "healthy-switch4"\n[wired]\nenp1s0f0np0 = [["rank0", "enp1s0f0np0"], ["rank1", "enp1s0f0np0"]]\n',
+         "wired.enp1s0f0np0: rail enp1s0f0np0 is a switch's, not a cable"),
+        ('base = "healthy-ring3"\n[wired]\nc9a = [["rank0", "enp1s0f0np0"], ["rank1", "enp1s0f1np1"]]\n',
+         "wired.c9a: no rail is named c9a"),
+        ('base = "healthy"\n[[rails]]\nnetdev = "enp1s0f0np0"\nrdma_device = "rocep1s0f0"\n'
+         'addresses = { rank0 = "10.1.0.1/24", nobody = "10.1.0.2/24" }\n',
+         "rail enp1s0f0np0 names ['nobody'], which are not nodes of the scenario"),
+        ('base = "healthy"\n[[rails]]\nnetdev = "enp1s0f0np0"\nrdma_device = "rocep1s0f0"\n'
+         'addresses = { rank0 = "10.1.0.1/24", rank1 = "10.2.0.2/24" }\n',
+         "is one subnet"),
+    ],
+)  # fmt: skip
+def test_a_scenarios_rails_are_validated_as_the_inventorys(tmp_path, body, said):
+    path = tmp_path / "fabric.toml"
+    path.write_text(body)
+    with pytest.raises(SimError) as err:
+        load_scenario(str(path))
+    assert said in str(err.value) and "fabric.toml" in str(err.value)
+
+
+def test_the_sims_clock_scales_a_timed_tools_wait_not_what_it_prints(monkeypatch):
+    from sim import node_files
+
+    monkeypatch.delenv(node_files.TIME_SCALE_ENV, raising=False)
+    assert node_files.time_scale() == 1.0
+    monkeypatch.setenv(node_files.TIME_SCALE_ENV, "0.25")
+    assert node_files.time_scale() == 0.25
+    for bad in ("0", "1.5", "fast", "-1"):
+        monkeypatch.setenv(node_files.TIME_SCALE_ENV, bad)
+        with pytest.raises(SimError, match=rf"GB10SIM_TIME_SCALE is '{re.escape(bad)}': give a number in \(0, 1\]"):
+            node_files.time_scale()

@@ -204,9 +204,9 @@ def ib_write_bw(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
         failure = failing or theirs
         if failure:
             code, text = WC_FAILURE[failure]
-            time.sleep(min(o["seconds"], 0.5))
+            time.sleep(min(o["seconds"], 0.5) * perf.get("time_scale", 1.0))
             return out, COMPLETION_ERROR[perf["version"]].format(code=code, text=text), 1
-        time.sleep(o["seconds"])
+        time.sleep(o["seconds"] * perf.get("time_scale", 1.0))  # the sim's clock (sim/node_files.py time_scale)
         peer.write("done\n")
         peer.flush()
     rate = gbps * 1e9 / 8 / 65536 / 1e6  # Mpps of 64 KiB messages
