@@ -37,7 +37,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from gb10check import redact  # noqa: E402
+from gb10check.reporting import redact  # noqa: E402
 from selftests import adversarial  # noqa: E402
 from selftests.e2e import bad_day  # noqa: E402  (the project root, as pytest's pythonpath gives it)
 from selftests.e2e.runner import run_scenario, run_suite  # noqa: E402
@@ -256,7 +256,7 @@ def adversarial_inputs() -> Counter[str]:
 # -- what a node says is untrusted: a flooding probe, a hostile history folder, terminal escapes ------------
 def untrusted_inputs() -> dict[str, int]:
     """The hostile inputs the self-tests feed the suite, by kind."""
-    from gb10check.neutralise import neutralise
+    from gb10check.safe_text.neutralise import neutralise
     from selftests.unit.test_sudoers_hint import ODD_NAMES
 
     controls = [chr(c) for c in range(0x110000) if neutralise(chr(c)) != chr(c)]
@@ -340,7 +340,7 @@ def split_seconds() -> tuple[float, float]:
     pass over the same text (the floor: reading it once)."""
     import re
 
-    from gb10check.snapshot import PROBE_KEEP, Probe, new_boundary, split_output
+    from gb10check.reading.snapshot import PROBE_KEEP, Probe, new_boundary, split_output
 
     boundary = new_boundary()
     probes = tuple(Probe(f"p{i}", "x") for i in range(35))

@@ -2,7 +2,7 @@
 
     sudo .venv/bin/python benchmarks/bench_matrix.py [--runs 3] [--sim healthy-switch8]
 
-The matrix is the network stage's ib_write_bw runs (gb10check/bandwidth.py): every pair of every rail
+The matrix is the network stage's ib_write_bw runs (gb10check/reading/bandwidth.py): every pair of every rail
 alone (alone_rounds), then every pair of nodes on all its rails at once (together_rounds), each round's
 jobs at once. For an 8-node switch on 2 rails: 2 x 7 + 7 = 21 rounds. A round cannot take less than
 the duration plus its orchestration: the server's start, which must answer before the client connects,
@@ -29,10 +29,10 @@ sys.path.insert(0, str(PROJECT))
 
 import sim_bench  # noqa: E402  (benchmarks/, beside this script)
 
-from gb10check import bandwidth  # noqa: E402
 from gb10check.inventory import load_inventory  # noqa: E402
-from gb10check.node import ClusterNodes  # noqa: E402
-from gb10check.parallel import map_parallel  # noqa: E402
+from gb10check.reading import bandwidth  # noqa: E402
+from gb10check.reading.node import ClusterNodes  # noqa: E402
+from gb10check.reading.parallel import map_parallel  # noqa: E402
 from sim import netns  # noqa: E402
 from sim.cluster import SimCluster  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402

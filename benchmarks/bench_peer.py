@@ -5,7 +5,7 @@
 The peer (benchmarks/peer_testinfra/test_reads.py) is the preflight snapshot's reads written as a
 pytest-testinfra user writes them: one test per read, the hosts as parameters (`--hosts`), each read
 one `host.run` over testinfra's ssh backend, as it comes (one `ssh` process and login per read). The
-reads are the suite's own, node by node (gb10check/probes.py: probes_for). With --multiplexed (the
+reads are the suite's own, node by node (gb10check/reading/probes.py: probes_for). With --multiplexed (the
 default) the peer runs a second time with a ControlPath in its ssh_config, so that testinfra's
 ControlMaster=auto shares one connection per host (its masters are closed after each run): the
 strongest form of the same peer. Both run in their own virtualenv, benchmarks/.peer-venv
@@ -42,7 +42,7 @@ sys.path.insert(0, str(PROJECT))
 import sim_bench  # noqa: E402  (benchmarks/, beside this script)
 
 from gb10check.inventory import Inventory, load_inventory  # noqa: E402
-from gb10check.probes import SNAPSHOT_READS, pings, probes_for, ssh_logins  # noqa: E402
+from gb10check.reading.probes import SNAPSHOT_READS, pings, probes_for, ssh_logins  # noqa: E402
 from sim import netns  # noqa: E402
 from sim.cluster import SimCluster  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402

@@ -53,9 +53,9 @@ def floor(scenario: str) -> tuple[float, float, str, float, float]:
     import fabric  # noqa: F401  (a bare connect: the import is not the connect's)
 
     from gb10check.inventory import load_inventory
-    from gb10check.node import ClusterNodes
-    from gb10check.parallel import map_parallel
-    from gb10check.snapshot import build_script, new_boundary
+    from gb10check.reading.node import ClusterNodes
+    from gb10check.reading.parallel import map_parallel
+    from gb10check.reading.snapshot import build_script, new_boundary
     from sim import netns
     from sim.cluster import SimCluster
     from sim.scenario import load_scenario
@@ -110,7 +110,7 @@ def floor(scenario: str) -> tuple[float, float, str, float, float]:
 
 
 def _bandwidth(scenario: str, checks: list[dict], output: str) -> None:
-    """The bandwidth matrix's wall time against its rounds (gb10check/bandwidth.py: in each round the pairs
+    """The bandwidth matrix's wall time against its rounds (gb10check/reading/bandwidth.py: in each round the pairs
     that share no node measure at once, so the floor is rounds x the run's duration, plus what starting and
     stopping each round's servers costs); the first check to ask runs every round, the others read them."""
     seconds = 1.0  # the sim's inventory: thresholds.bandwidth_seconds = 1

@@ -8,7 +8,7 @@
     ├── CommandLineError      the `gb10check` command line lacks a value or has a bad one (exit status 4)
     ├── SuiteFilesError       the suite's checks and plugin are neither inside the package nor beside it
     ├── ParseError            a tool printed something its parser does not recognise
-    │   └── Unreadable        a launch script construct the bash reader cannot follow (gb10check/shell/walk.py)
+    │   └── Unreadable        a launch script construct the bash reader cannot follow (deployment/shell/walk.py)
     ├── OutputCut             a tool printed more than a probe may send: its output was cut on the node
     ├── ComposeRejected       the node's Docker Compose refuses the compose file
     ├── DecidedAtStart        a value of the launch plan only the start decides: its checks skip, saying so
@@ -20,11 +20,11 @@
     │   └── CommandTimeout    a command outlived its bound (also recorded as CommandResult.timed_out)
     ├── ServiceError          the HTTP API could not be asked (refused, timeout, not JSON)
     ├── SimError              the simulated cluster could not be built or torn down
-    └── CheckListError        docs/checks.md cannot be made: a check it cannot place (gb10check/check_list.py)
+    └── CheckListError        docs/checks.md cannot be made: a check it cannot place (gb10check/commands/check_list.py)
 
 Two exceptions are verdicts' control flow, not errors, and stay outside the tree: CheckFailed
-(gb10check/verdict.py, an AssertionError: pytest reports the check failed, with what was expected and found)
-and NotApplicable (gb10check/launch/rules.py: a launch rule that does not apply to this deployment).
+(gb10check/judging/verdict.py, an AssertionError: pytest reports the check failed, with what was expected and found)
+and NotApplicable (gb10check/deployment/launch/rules.py: a launch rule that does not apply to this deployment).
 
 Third-party errors (paramiko, invoke, httpx, pydantic, tomllib) are translated at the boundary
 with ``raise ... from exc``; nothing above this module leaks them. An error may carry hint ids,
@@ -33,8 +33,8 @@ which the pytest plugin turns into troubleshooting text.
 
 from __future__ import annotations
 
-from gb10check.neutralise import neutralise
-from gb10check.redact import redact, redact_known
+from gb10check.safe_text.neutralise import neutralise
+from gb10check.safe_text.redact import redact, redact_known
 
 __all__ = [
     "CommandLineError",
@@ -77,7 +77,7 @@ class GB10Error(Exception):
         super().__init__(redact_known(message))
         if hint_ids:
             self.hint_ids = hint_ids
-        # fields for the hint's commands (gb10check/hint_context.py): the command that hung, the missing file
+        # fields for the hint's commands (gb10check/judging/hint_context.py): the command that hung, the missing file
         self.context = dict(context or {})
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -176,7 +176,7 @@ class ComposeRejected(GB10Error):
 class DecidedAtStart(GB10Error):
     """A value of the launch plan that only the start decides (a command's output in the launcher, a file
     on the node it sources): a check that needs it skips with this reason, never fails; once the deployment
-    runs, `gb10check plan --running` reads it from the container (gb10check/launch/running.py; the
+    runs, `gb10check plan --running` reads it from the container (gb10check/deployment/launch/running.py; the
     preflight checks judging the running container in its place is planned)."""
 
 

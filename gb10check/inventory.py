@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gb10check import history as hist
 from gb10check import topology
 from gb10check.errors import GB10Error, InventoryError, clip
+from gb10check.reporting import history as hist
 from gb10check.textfile import read_text
 
 __all__ = [
@@ -356,7 +356,7 @@ TOLERANCE_GONE = (
 
 
 class HistoryRules(_Strict):
-    """[history]: how --history=DIR keeps runs and judges trends (gb10check/history.py)."""
+    """[history]: how --history=DIR keeps runs and judges trends (gb10check/reporting/history.py)."""
 
     keep: int = Field(60, ge=1, le=10000)  # runs kept in DIR (the oldest go first)
     window: int = Field(hist.DEFAULT_WINDOW, ge=1, le=365)  # the median and spread of the last this-many runs
@@ -400,7 +400,7 @@ class HistoryRules(_Strict):
         return self
 
     def judging(self) -> hist.Rules:
-        """The rules gb10check/history.py judges by: the defaults per kind, with this table's own."""
+        """The rules gb10check/reporting/history.py judges by: the defaults per kind, with this table's own."""
         defaults = hist.Rules()
         return hist.Rules(
             window=self.window,
@@ -412,8 +412,8 @@ class HistoryRules(_Strict):
 
 
 class RuleSettings(_Strict):
-    """[rules]: how the launch plan's rules judge (gb10check/launch/rules.py). An advisory (it works and costs
-    speed) is a failure only for the rules `strict` names (or every rule: strict = ["all"])."""
+    """[rules]: how the launch plan's rules judge (gb10check/deployment/launch/rules.py). An advisory (it works
+    and costs speed) is a failure only for the rules `strict` names (or every rule: strict = ["all"])."""
 
     strict: list[str] = []
 

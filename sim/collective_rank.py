@@ -1,4 +1,4 @@
-"""One rank of gb10check's collective in the serving image (gb10check/collective.py), as the simulated node's
+"""One rank of gb10check's collective in the serving image (gb10check/reading/collective.py), as the simulated node's
 `docker run` runs it: the sim has no GPU and no torch, so this stands in for the image's python3 running the
 program, over the sim's real sockets between the nodes' namespaces (a firewall rule, a wrong address or a
 wrong interface fails for real).

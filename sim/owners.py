@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gb10check.errors import SimError, clip
-from gb10check.redact import redact
+from gb10check.safe_text.redact import redact
 
 __all__ = [
     "NS_PREFIX",

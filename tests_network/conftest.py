@@ -4,9 +4,9 @@ what a port found down tells the hint (the other end's node, when it cannot be a
 import pytest
 
 from fixtures.cluster import SETTINGS
-from gb10check import facts, probes
 from gb10check.errors import GB10Error
-from gb10check.node import follows_from
+from gb10check.reading import facts, probes
+from gb10check.reading.node import follows_from
 
 
 @pytest.fixture(scope="session")

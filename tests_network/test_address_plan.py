@@ -9,9 +9,9 @@ from itertools import combinations
 
 import pytest
 
-from gb10check import probes
-from gb10check.node import follows_from
-from gb10check.parsers.iptables import forwarded
+from gb10check.reading import probes
+from gb10check.reading.node import follows_from
+from gb10check.reading.parsers.iptables import forwarded
 
 pytestmark = pytest.mark.network
 

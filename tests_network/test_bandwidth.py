@@ -1,4 +1,4 @@
-"""RDMA write bandwidth (perftest's ib_write_bw, gb10check/bandwidth.py) between every two nodes that
+"""RDMA write bandwidth (perftest's ib_write_bw, gb10check/reading/bandwidth.py) between every two nodes that
 share a rail: each rail alone, then each pair of nodes on all its rails at once, the client on the
 lower rank. The pairs run in rounds in which no node is in two pairs (the pairs of a round at once).
 The run working is a network verdict; the figure against the rail's min_gbps a performance one
@@ -14,9 +14,9 @@ import json
 import pytest
 
 from fixtures.cluster import OnPair, progress_writer, shared_dir
-from gb10check import bandwidth, probes
 from gb10check.errors import GB10Error
-from gb10check.parsers.perftest import BwFailure
+from gb10check.reading import bandwidth, probes
+from gb10check.reading.parsers.perftest import BwFailure
 
 pytestmark = pytest.mark.network
 

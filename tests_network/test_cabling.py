@@ -1,10 +1,10 @@
 """The cabling, proven from the wire: after each node has asked for its peers' addresses on each rail
 (one ARP per peer, out of the rail's netdev: probes.NEIGHBOURS), its neighbour table says which MAC
-answered; it must be the MAC of the netdev the inventory puts that address on (gb10check/wire.py)."""
+answered; it must be the MAC of the netdev the inventory puts that address on (gb10check/reading/wire.py)."""
 
 import pytest
 
-from gb10check import wire
+from gb10check.reading import wire
 
 pytestmark = pytest.mark.network
 

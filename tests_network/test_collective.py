@@ -1,4 +1,4 @@
-"""NCCL in the serving image, each rank as it will run, before vLLM starts (gb10check/collective.py).
+"""NCCL in the serving image, each rank as it will run, before vLLM starts (gb10check/reading/collective.py).
 
 On every node at once, a throwaway container of the deployment's image with the rank's launch plan (its
 container settings and NCCL/Gloo/vLLM variables) runs torch.distributed with the NCCL backend at vLLM's
@@ -21,13 +21,13 @@ import pytest
 
 from fixtures.cluster import progress_writer
 from fixtures.owners import failed_so_far
-from gb10check import facts, probes
-from gb10check.collective import RankOutcome, container_name, docker_run_argv, parse_rank_output, remove_command
 from gb10check.errors import GB10Error
-from gb10check.fit import GIB
 from gb10check.inventory import Inventory
-from gb10check.node import follows_from
-from gb10check.parallel import map_parallel
+from gb10check.judging.fit import GIB
+from gb10check.reading import facts, probes
+from gb10check.reading.collective import RankOutcome, container_name, docker_run_argv, parse_rank_output, remove_command
+from gb10check.reading.node import follows_from
+from gb10check.reading.parallel import map_parallel
 
 pytestmark = pytest.mark.network
 MIB = 1024**2

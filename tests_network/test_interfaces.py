@@ -5,11 +5,12 @@ import ipaddress
 
 import pytest
 
-from gb10check import dark_ports, probes
-from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import GB10Error
-from gb10check.node import follows_from
-from gb10check.parsers.netplan import link_local_ipv4
+from gb10check.judging import dark_ports
+from gb10check.judging.compare import odd_ones_out, shown
+from gb10check.reading import probes
+from gb10check.reading.node import follows_from
+from gb10check.reading.parsers.netplan import link_local_ipv4
 
 pytestmark = pytest.mark.network
 
@@ -54,8 +55,8 @@ def test_qsfp_netdev_up_with_its_address(member, cluster, inventory, fault_owner
     unreachable), the switch port on a switch. A link-local address that netplan renumbered is a stale inventory, not a
     broken fabric.
 
-    It owns a dark port (gb10check/dark_ports.py): an end without carrier whose other end is DOWN, or a cable dark at
-    both ends seen from its second end, follows from the end that owns it."""
+    It owns a dark port (gb10check/judging/dark_ports.py): an end without carrier whose other end is DOWN, or a
+    cable dark at both ends seen from its second end, follows from the end that owns it."""
     node, rail, mine = member.node, member.rail, member.member
     evidence.explained_by(
         fault_owners.dark([(node, rail.name)], unless=dark_ports.OWNER_TEST.format(node=node, netdev=mine.netdev))

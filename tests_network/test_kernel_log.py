@@ -5,7 +5,7 @@ rebooted), and NVIDIA Xid errors (the GPU reporting a fault)."""
 
 import pytest
 
-from gb10check import probes
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.network
 

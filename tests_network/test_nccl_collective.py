@@ -9,10 +9,10 @@ import shlex
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import CommandTimeout, clip
-from gb10check.fit import GIB
-from gb10check.parsers.nccl_tests import parse_nccl_test
+from gb10check.judging.fit import GIB
+from gb10check.reading import probes
+from gb10check.reading.parsers.nccl_tests import parse_nccl_test
 
 pytestmark = pytest.mark.network
 MIB = 1024**2

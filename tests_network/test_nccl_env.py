@@ -2,19 +2,19 @@
 plan's environment) are netdevs that are up, on the subnet of the master address, and, on a fabric
 netdev, not the one the default route leaves by (a LAN or Wi-Fi drop would then kill serving); no NCCL
 config file sets what the plan does not. (Which RDMA devices NCCL_IB_HCA selects is the launch plan's
-ib-hca rule.) The names mean what they mean to NCCL (gb10check/nccl.py)."""
+ib-hca rule.) The names mean what they mean to NCCL (gb10check/deployment/nccl.py)."""
 
 import ipaddress
 import shlex
 
 import pytest
 
-from gb10check import probes
+from gb10check.deployment.nccl import socket_ifname_matches
 from gb10check.errors import GB10Error
-from gb10check.in_container import read_in_containers
-from gb10check.nccl import socket_ifname_matches
-from gb10check.parsers.nccl_conf import in_force, parse_conf_lines
-from gb10check.probes import NCCL_CONF
+from gb10check.reading import probes
+from gb10check.reading.in_container import read_in_containers
+from gb10check.reading.parsers.nccl_conf import in_force, parse_conf_lines
+from gb10check.reading.probes import NCCL_CONF
 
 pytestmark = pytest.mark.network
 

@@ -4,8 +4,8 @@ field faults that break a TP=2 run, the second hours after it started."""
 
 import pytest
 
-from gb10check import probes
-from gb10check.parsers.logind import parse_remove_ipc
+from gb10check.reading import probes
+from gb10check.reading.parsers.logind import parse_remove_ipc
 
 pytestmark = pytest.mark.network
 

@@ -5,10 +5,10 @@ never assumed)."""
 
 import pytest
 
-from gb10check import probes
+from gb10check.deployment.nccl import auto_gid_index, gid_index_param
 from gb10check.errors import GB10Error
-from gb10check.nccl import auto_gid_index, gid_index_param
-from gb10check.parsers.rdma_sysfs import show_gids
+from gb10check.reading import probes
+from gb10check.reading.parsers.rdma_sysfs import show_gids
 
 pytestmark = pytest.mark.network
 

@@ -4,9 +4,9 @@ round trip recorded. (The SSH logins over each rail, the TCP half, are the prefl
 
 import pytest
 
-from gb10check import probes, wire
 from gb10check.errors import GB10Error
-from gb10check.node import follows_from
+from gb10check.reading import probes, wire
+from gb10check.reading.node import follows_from
 
 pytestmark = pytest.mark.network
 

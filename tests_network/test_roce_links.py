@@ -2,7 +2,7 @@
 
 import pytest
 
-from gb10check import probes
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.network
 

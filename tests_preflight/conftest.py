@@ -4,11 +4,11 @@ import shlex
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import ServiceError
-from gb10check.facts import container
-from gb10check.in_container import read_in_containers
-from gb10check.parsers import nccl_library
+from gb10check.reading import probes
+from gb10check.reading.facts import container
+from gb10check.reading.in_container import read_in_containers
+from gb10check.reading.parsers import nccl_library
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +55,7 @@ def nvidia_smi(node, inventory, skip_if_starting):
 
 @pytest.fixture(scope="session")
 def container_libraries(cluster, inventory, deployment):
-    """Per node: the libnccl the container loads and its libmlx5 (gb10check/parsers/nccl_library.py), read with
+    """Per node: the libnccl the container loads and its libmlx5 (gb10check/reading/parsers/nccl_library.py), read with
     one docker command per node (exec into the running container, else a throwaway run of the image)."""
     return read_in_containers(
         cluster,

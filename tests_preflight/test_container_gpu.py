@@ -5,13 +5,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import GB10Error
-from gb10check.facts import container, loaded_module
-from gb10check.parallel import map_parallel
-from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus
-from gb10check.parsers.nvidia import NvmlMismatch
-from gb10check.transport import DOCKER_C_LOCALE, CommandResult
+from gb10check.reading import probes
+from gb10check.reading.facts import container, loaded_module
+from gb10check.reading.parallel import map_parallel
+from gb10check.reading.parsers.docker import ContainerGpuFailure, parse_container_gpus
+from gb10check.reading.parsers.nvidia import NvmlMismatch
+from gb10check.reading.transport import DOCKER_C_LOCALE, CommandResult
 
 pytestmark = pytest.mark.preflight
 

@@ -3,7 +3,7 @@ container and not the machine."""
 
 import pytest
 
-from gb10check import probes
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import clip
-from gb10check.facts import loaded_module
-from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
+from gb10check.reading import probes
+from gb10check.reading.facts import loaded_module
+from gb10check.reading.parsers.nvidia import NoDriver, NvmlMismatch
 
 pytestmark = pytest.mark.preflight
 

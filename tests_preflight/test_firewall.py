@@ -5,8 +5,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gb10check import probes
-from gb10check.firewall import needs_for, verdict
+from gb10check.judging.firewall import needs_for, verdict
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 

@@ -1,14 +1,14 @@
 """The GPU's clocks: nothing but load decides them. A HW slowdown (too hot, or the power supply's brake), a SW
 thermal slowdown, or a power cap reached while nothing runs holds the clocks down whatever vLLM asks, and
-decode runs at a fraction of its speed (gb10check/parsers/gpu_clocks.py)."""
+decode runs at a fraction of its speed (gb10check/reading/parsers/gpu_clocks.py)."""
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import GB10Error
-from gb10check.facts import container
-from gb10check.parsers.gpu_clocks import REASONS, SLOWDOWNS
-from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
+from gb10check.reading import probes
+from gb10check.reading.facts import container
+from gb10check.reading.parsers.gpu_clocks import REASONS, SLOWDOWNS
+from gb10check.reading.parsers.nvidia import NoDriver, NvmlMismatch
 
 pytestmark = pytest.mark.preflight
 

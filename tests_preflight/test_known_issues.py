@@ -1,12 +1,12 @@
 """Known issues: each node's versions against the catalogue of what the field reported broken
-(gb10check/known_issues.toml and the site's --known-issues files)."""
+(gb10check/judging/known_issues.toml and the site's --known-issues files)."""
 
 import pytest
 
 from fixtures.hints import KNOWN_ISSUES
-from gb10check import probes
-from gb10check.known_issue_facts import node_facts
-from gb10check.known_issues import judge
+from gb10check.judging.known_issue_facts import node_facts
+from gb10check.judging.known_issues import judge
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 
@@ -40,9 +40,9 @@ def test_no_known_issue(node, cluster, inventory, known_issues, evidence, reques
     (its version, and whether it is torch's pip wheel or the system's) and libmlx5 (whether it exports
     `mlx5dv_reg_dmabuf_mr`, GPU Direct RDMA's), the image's CUDA_DRIVER_VERSION against the node's driver, and
     whether vLLM captures CUDA graphs, against every entry of the known-issues catalogue
-    (`gb10check/known_issues.toml` and the site's `--known-issues` files): an entry whose outcome is failure fails
-    with its fix and its sources; one that costs speed is an advisory, a risk the node cannot confirm is advice; an
-    entry (other than advice) that a missing fact leaves unjudged skips the check, naming it."""
+    (`gb10check/judging/known_issues.toml` and the site's `--known-issues` files): an entry whose outcome is
+    failure fails with its fix and its sources; one that costs speed is an advisory, a risk the node cannot
+    confirm is advice; an entry (other than advice) that a missing fact leaves unjudged skips the check, naming it."""
     snap = node.snapshot()
     snap.raw(probes.KERNEL_RELEASE)  # a node that could not be asked fails with its own error (node-unreachable)
     deployed = inventory.deployment is not None

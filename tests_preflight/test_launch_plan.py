@@ -6,14 +6,14 @@ make sense across the nodes."""
 import pytest
 
 from fixtures.cluster import INVENTORY, OnNode
-from gb10check import probes
-from gb10check.compare import odd_ones_out, shown
+from gb10check.deployment.launch.drift import drift
+from gb10check.deployment.launch.running import running_plan
 from gb10check.errors import DecidedAtStart
-from gb10check.facts import container
-from gb10check.fit import tp_split_problems
-from gb10check.launch.drift import drift
-from gb10check.launch.running import running_plan
-from gb10check.node import follows_from
+from gb10check.judging.compare import odd_ones_out, shown
+from gb10check.judging.fit import tp_split_problems
+from gb10check.reading import probes
+from gb10check.reading.facts import container
+from gb10check.reading.node import follows_from
 
 pytestmark = pytest.mark.preflight
 
@@ -173,7 +173,7 @@ def test_running_container_is_the_files_plan(node, cluster, inventory, deploymen
     """The running container runs what the deployment's files say.
 
     Where vLLM runs, its container as Docker holds it (docker inspect) and the vLLM process's own command
-    line and environment (/proc) against the rank's plan from the files (gb10check/launch/drift.py): the
+    line and environment (/proc) against the rank's plan from the files (gb10check/deployment/launch/drift.py): the
     image, vLLM's options, the environment the files give, the container's network, IPC, shared memory,
     privilege, devices and memlock. The launch rules judge the files: the next start; this says whether
     that is what runs now."""

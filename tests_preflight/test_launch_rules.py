@@ -1,13 +1,13 @@
-"""Each rank's launch plan, rule by rule (gb10check/launch/rules.py), whatever launcher it comes from."""
+"""Each rank's launch plan, rule by rule (gb10check/deployment/launch/rules.py), whatever launcher it comes from."""
 
 from dataclasses import dataclass
 
 import pytest
 
 from fixtures.cluster import INVENTORY, OnNode
-from gb10check import probes
+from gb10check.deployment.launch.rules import RULES, Context, NotApplicable, Rule
 from gb10check.errors import GB10Error
-from gb10check.launch.rules import RULES, Context, NotApplicable, Rule
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 
@@ -48,9 +48,10 @@ def _optional(read, snap):
 def test_launch_rule(rule_on_node, cluster, inventory, deployment, evidence):
     """The launch plan obeys the rule.
 
-    One test per rule and node (a rank-0 rule on rank 0 only): the rules of `gb10check/launch/rules.py`, each with its
-    source, judge the launch plan `gb10check plan` prints. A rule fails, is an advisory or advice, or passes; an
-    advisory of a rule that `[rules] strict` names fails.
+    One test per rule and node (a rank-0 rule on rank 0 only): the rules of
+    `gb10check/deployment/launch/rules.py`, each with its source, judge the launch plan `gb10check plan`
+    prints. A rule fails, is an advisory or advice, or passes; an advisory of a rule that `[rules] strict`
+    names fails.
 
     The rules: host network, shared memory (ipc host or a large /dev/shm), restart policy (advice), /dev/infiniband,
     RDMA memory pinning (CAP_IPC_LOCK or an unlimited memlock), memory limit, socket families, socket interfaces and

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import ParseError
-from gb10check.facts import container
-from gb10check.fit import GIB, gib
+from gb10check.judging.fit import GIB, gib
+from gb10check.reading import probes
+from gb10check.reading.facts import container
 
 pytestmark = pytest.mark.preflight
 

@@ -3,9 +3,9 @@ state for max-num-seqs, within --gpu-memory-utilization x MemTotal and the conta
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import ParseError
-from gb10check.fit import DTYPE_BYTES, Fit
+from gb10check.judging.fit import DTYPE_BYTES, Fit
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gb10check import probes
-from gb10check.parsers.netplan import configured_netdevs
+from gb10check.reading import probes
+from gb10check.reading.parsers.netplan import configured_netdevs
 
 pytestmark = pytest.mark.preflight
 

@@ -5,13 +5,13 @@ from collections.abc import Callable
 
 import pytest
 
-from gb10check import probes
-from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import GB10Error
-from gb10check.facts import loaded_module
-from gb10check.parsers.host_release import firmware_shown
-from gb10check.parsers.nvidia import NoDriver, NvmlMismatch
-from gb10check.snapshot import Snapshot
+from gb10check.judging.compare import odd_ones_out, shown
+from gb10check.reading import probes
+from gb10check.reading.facts import loaded_module
+from gb10check.reading.parsers.host_release import firmware_shown
+from gb10check.reading.parsers.nvidia import NoDriver, NvmlMismatch
+from gb10check.reading.snapshot import Snapshot
 
 pytestmark = pytest.mark.preflight
 

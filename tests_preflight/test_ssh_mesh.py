@@ -6,9 +6,9 @@ import re
 import pytest
 
 from fixtures.cluster import INVENTORY, OnPair
-from gb10check import wire
-from gb10check.node import follows_from
-from gb10check.probes import ssh_login
+from gb10check.reading import wire
+from gb10check.reading.node import follows_from
+from gb10check.reading.probes import ssh_login
 
 pytestmark = pytest.mark.preflight
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gb10check import probes
-from gb10check.compare import odd_ones_out, shown
+from gb10check.judging.compare import odd_ones_out, shown
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.preflight
 

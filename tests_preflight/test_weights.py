@@ -2,10 +2,10 @@
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import GB10Error, NodeUnreachable
-from gb10check.parsers.hfcache import NETWORK_FILESYSTEMS, readable_by, snapshot_files
-from gb10check.probes import hub_folder
+from gb10check.reading import probes
+from gb10check.reading.parsers.hfcache import NETWORK_FILESYSTEMS, readable_by, snapshot_files
+from gb10check.reading.snapshot import hub_folder
 
 pytestmark = pytest.mark.preflight
 

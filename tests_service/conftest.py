@@ -7,10 +7,11 @@ import pytest
 
 from fixtures.cluster import SETTINGS, progress_writer
 from fixtures.hints import CATALOGUE
-from gb10check import asks, probes, watchdog
-from gb10check.diagnosis import explain, log_findings
 from gb10check.errors import GB10Error, ServiceError
-from gb10check.parallel import map_parallel
+from gb10check.judging.diagnosis import explain, log_findings
+from gb10check.reading import probes
+from gb10check.reading.parallel import map_parallel
+from gb10check.service import asks, watchdog
 
 
 @pytest.fixture(scope="session")

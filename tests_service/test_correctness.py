@@ -10,11 +10,11 @@ import time
 import pytest
 
 from fixtures.cluster import SETTINGS
-from gb10check import asks
-from gb10check.diagnosis import expect_answered, expect_finished, explain
 from gb10check.errors import GB10Error, ServiceError
-from gb10check.parallel import map_parallel
-from gb10check.parsers.vllm_metrics import parse_vllm_metrics
+from gb10check.judging.diagnosis import expect_answered, expect_finished, explain
+from gb10check.reading.parallel import map_parallel
+from gb10check.reading.parsers.vllm_metrics import parse_vllm_metrics
+from gb10check.service import asks
 
 pytestmark = pytest.mark.service
 

@@ -1,4 +1,4 @@
-"""Decode speed, measured as `vllm bench serve` measures it (gb10check/parsers/vllm_api.py,
+"""Decode speed, measured as `vllm bench serve` measures it (gb10check/reading/parsers/vllm_api.py,
 decode_metrics): "count from 1 to 80", thinking off, streamed, alone: TTFT, TPOT and output
 tokens/s, against the inventory's min_decode_tokens_per_s (the field report measured 22.62 eager
 and 23.32 with decode CUDA graphs). Slow decode points at NCCL on sockets, eager mode, or another
@@ -6,10 +6,10 @@ load."""
 
 import pytest
 
-from gb10check.diagnosis import expect_answered
 from gb10check.errors import GB10Error
-from gb10check.parsers.gpu_clocks import REASONS, SLOWDOWNS
-from gb10check.parsers.vllm_api import decode_metrics
+from gb10check.judging.diagnosis import expect_answered
+from gb10check.reading.parsers.gpu_clocks import REASONS, SLOWDOWNS
+from gb10check.reading.parsers.vllm_api import decode_metrics
 
 pytestmark = [pytest.mark.service, pytest.mark.performance]
 

@@ -8,11 +8,11 @@ no NCCL version known to deadlock with CUDA graphs. When the API is down, these 
 import pytest
 
 from fixtures.hints import KNOWN_ISSUES
-from gb10check import probes
-from gb10check.diagnosis import startup_findings, stopped
 from gb10check.errors import GB10Error
-from gb10check.facts import container
-from gb10check.parsers.vllm_log import (
+from gb10check.judging.diagnosis import startup_findings, stopped
+from gb10check.reading import probes
+from gb10check.reading.facts import container
+from gb10check.reading.parsers.vllm_log import (
     expected_milestones,
     graph_mode,
     milestones,
@@ -27,7 +27,7 @@ from gb10check.parsers.vllm_log import (
 
 pytestmark = pytest.mark.service
 
-# the known issue (gb10check/known_issues.toml) whose NCCL versions this check reads from the log: NCCL 2.28.9
+# the known issue (gb10check/judging/known_issues.toml) whose NCCL versions this check reads from the log: NCCL 2.28.9
 # deadlocks cross-node collectives captured in CUDA graphs (2.30.4 fixed it)
 NCCL_GRAPH_DEADLOCK = "nccl-2-28-9-cuda-graph-deadlock"
 ALIVE_HINTS = ("rank-wedged",)  # test_rank_alive's findings: the log check leaves them to it

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gb10check import probes
-from gb10check.fit import GIB, gib
+from gb10check.judging.fit import GIB, gib
+from gb10check.reading import probes
 
 pytestmark = pytest.mark.service
 

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from gb10check import asks
-from gb10check.diagnosis import expect_answered, explain, stopped
 from gb10check.errors import ServiceError
-from gb10check.parsers.vllm_metrics import parse_vllm_metrics
+from gb10check.judging.diagnosis import expect_answered, explain, stopped
+from gb10check.reading.parsers.vllm_metrics import parse_vllm_metrics
+from gb10check.service import asks
 
 pytestmark = pytest.mark.service
 

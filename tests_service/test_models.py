@@ -3,9 +3,9 @@ max_model_len the same as the inventory's and the compose's --max-model-len)."""
 
 import pytest
 
-from gb10check.diagnosis import expect_answered, explain
 from gb10check.errors import GB10Error, ServiceError
-from gb10check.parsers.vllm_api import api_error_message, parse_models, parse_version
+from gb10check.judging.diagnosis import expect_answered, explain
+from gb10check.reading.parsers.vllm_api import api_error_message, parse_models, parse_version
 
 pytestmark = pytest.mark.service
 

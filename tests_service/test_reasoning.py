@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from gb10check import asks
-from gb10check.diagnosis import expect_answered, expect_finished
-from gb10check.parsers.vllm_api import THINK_TAG as THINK
-from gb10check.parsers.vllm_api import reasoning_of, reasoning_tokens
+from gb10check.judging.diagnosis import expect_answered, expect_finished
+from gb10check.reading.parsers.vllm_api import THINK_TAG as THINK
+from gb10check.reading.parsers.vllm_api import reasoning_of, reasoning_tokens
+from gb10check.service import asks
 
 pytestmark = pytest.mark.service
 

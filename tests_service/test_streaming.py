@@ -7,9 +7,9 @@ reasoning parser, as in one answer."""
 
 import pytest
 
-from gb10check import asks
-from gb10check.diagnosis import expect_answered, expect_finished
-from gb10check.parsers.vllm_api import THINK_TAG, reasoning_of
+from gb10check.judging.diagnosis import expect_answered, expect_finished
+from gb10check.reading.parsers.vllm_api import THINK_TAG, reasoning_of
+from gb10check.service import asks
 
 pytestmark = pytest.mark.service
 

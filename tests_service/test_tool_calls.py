@@ -6,9 +6,9 @@ as raw <tool_call> text in the content."""
 
 import pytest
 
-from gb10check import asks
-from gb10check.diagnosis import expect_answered, expect_finished
-from gb10check.parsers.vllm_api import merge_tool_call_deltas, tool_calls_of
+from gb10check.judging.diagnosis import expect_answered, expect_finished
+from gb10check.reading.parsers.vllm_api import merge_tool_call_deltas, tool_calls_of
+from gb10check.service import asks
 
 pytestmark = pytest.mark.service
 

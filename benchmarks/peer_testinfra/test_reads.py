@@ -3,7 +3,7 @@
 One test per read, the hosts as parameters (`--hosts ssh://NODE,...`: testinfra's `host` fixture),
 each read one `host.run` over testinfra's ssh backend (one `ssh` process and login per read, as
 testinfra runs it), its exit status checked against what the read accepts (`host.run_expect`).
-The reads are the suite's own (gb10check/probes.py), written per node by benchmarks/bench_peer.py
+The reads are the suite's own (gb10check/reading/probes.py), written per node by benchmarks/bench_peer.py
 into the file $PEER_READS: {node: {read: [command, [accepted exit statuses]]}}.
 """
 

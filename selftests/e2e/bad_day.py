@@ -449,8 +449,8 @@ _MARK = "\x00gb10check-hostile\x00"
 def history_template() -> dict[str, object]:
     """A kept run as gb10check writes it: a check of a pair over a rail with evidence, a figure and a fact;
     a failed one."""
-    from gb10check.report import Row, Summary
-    from gb10check.verdict import Comparison
+    from gb10check.judging.verdict import Comparison
+    from gb10check.reporting.report import Row, Summary
 
     summary = Summary(1767225600.0, "/etc/gb10check/cluster.toml", None)
     summary.rows = [

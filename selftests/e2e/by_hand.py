@@ -37,7 +37,7 @@ def up_by_hand(scenario: str) -> Iterator[UpByHand]:
     if why_not_available():
         pytest.skip(why_not_available())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gb10check.cli", "sim", "up", scenario],
+        [sys.executable, "-m", "gb10check.commands.cli", "sim", "up", scenario],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
     try:

@@ -224,7 +224,7 @@ def test_detect_secrets_own_scanner_finds_nothing_in_what_the_run_wrote(secrets_
     from detect_secrets import SecretsCollection
     from detect_secrets.settings import transient_settings
 
-    from gb10check import secret_shapes
+    from gb10check.safe_text import secret_shapes
 
     tmp, run = secrets_run
     terminal = tmp_path / "terminal.txt"

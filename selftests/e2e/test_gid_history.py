@@ -1,5 +1,5 @@
 """With --history, a member's RoCE v2 IPv4 GID that moved to another index since the previous kept run is
-named (fixtures/history.py, gb10check/history.py moves): two nights of `gb10check network`, the second
+named (fixtures/history.py, gb10check/reporting/history.py moves): two nights of `gb10check network`, the second
 with an extra address before the link's on rank 1's enP2p1s0f0np0 (scenario gid-index-shifted)."""
 
 from __future__ import annotations

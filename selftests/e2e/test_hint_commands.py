@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.hints import Catalogue
+from gb10check.judging.hints import Catalogue
 from selftests.e2e.by_hand import UpByHand, up_by_hand
 
 pytestmark = pytest.mark.sim
@@ -70,7 +70,7 @@ def case(request):
 
 def _suite(sim: UpByHand, stage: str, reports: Path, *extra: str) -> dict:
     run = subprocess.run(
-        ["ip", "netns", "exec", sim.api_namespace, sys.executable, "-m", "gb10check.cli", stage,
+        ["ip", "netns", "exec", sim.api_namespace, sys.executable, "-m", "gb10check.commands.cli", stage,
          f"--cluster={sim.inventory_path}", f"--reports-dir={reports}", "-q", "-p", "no:cacheprovider",
          *extra],
         capture_output=True, text=True, timeout=900, cwd=reports.parent,

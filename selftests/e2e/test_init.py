@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import init_command
 from gb10check import inventory as inv
+from gb10check.commands import init as init_command
 from selftests.e2e.by_hand import up_by_hand
 
 pytestmark = pytest.mark.sim
@@ -77,7 +77,7 @@ def _says_what_the_sim_says(written: inv.Inventory, sim) -> None:
 def _suite_passes(sim, inventory: Path, tmp_path: Path) -> None:
     """`gb10check all` on rank 0 with the inventory init wrote: every check passes or skips."""
     run = subprocess.run(
-        ["ip", "netns", "exec", sim.api_namespace, sys.executable, "-m", "gb10check.cli", "all",
+        ["ip", "netns", "exec", sim.api_namespace, sys.executable, "-m", "gb10check.commands.cli", "all",
          f"--cluster={inventory}", f"--reports-dir={tmp_path / 'reports'}", "-q", "-p", "no:cacheprovider"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path,
     )  # fmt: skip

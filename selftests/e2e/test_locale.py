@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from gb10check.errors import ParseError
-from gb10check.parsers.ping import parse_ping
-from gb10check.parsers.ufw import parse_ufw_status
-from gb10check.transport import SshTransport
+from gb10check.reading.parsers.ping import parse_ping
+from gb10check.reading.parsers.ufw import parse_ufw_status
+from gb10check.reading.transport import SshTransport
 
 pytestmark = pytest.mark.sim
 PING = "ping -n -c 2 -i 0.2 -W 1 -M do -s 1472 -I enP2p1s0f0np0 192.168.101.11"

@@ -48,7 +48,7 @@ def _dashboard() -> dict[str, Any]:
 
 def _check_expressions(expressions: list[str]) -> None:
     """Each names only metrics the suite writes, and figures some check records."""
-    from gb10check import prometheus
+    from gb10check.reporting import prometheus
 
     written = {f.name for f in prometheus.registry_of({"checks": [], "counts": {}}, ["n"]).collect()}
     figures = _figures_the_checks_record()

@@ -155,8 +155,8 @@ def test_a_corrupt_or_foreign_file_in_the_history_is_skipped_not_deleted(tmp_pat
 
 
 def test_the_history_keeps_the_newest_runs_only(tmp_path):
-    from gb10check import history
-    from gb10check.report import SCHEMA_VERSION
+    from gb10check.reporting import history
+    from gb10check.reporting.schema import SCHEMA_VERSION
 
     run = {"schema_version": SCHEMA_VERSION, "started": "2026-01-01T00:00:00+0000", "checks": []}
     for i in range(5):
@@ -174,7 +174,7 @@ def test_the_history_keeps_the_newest_runs_only(tmp_path):
 def test_summary_schema_is_valid_and_strict():
     import jsonschema
 
-    schema = json.loads((PROJECT / "gb10check" / "summary.schema.json").read_text())
+    schema = json.loads((PROJECT / "gb10check" / "reporting" / "summary.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"schema_version": 3}, schema)

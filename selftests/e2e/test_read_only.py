@@ -5,7 +5,7 @@ each must be one of the forms below. The documented exceptions: the snapshot's t
 trap (tested on build_script itself), `docker run --rm --network none` of the container-GPU
 check, before start the collective's own throwaway container and its `docker rm -f` (is_collective_command),
 and the bandwidth test's own short-lived processes (is_bandwidth_process: exactly the
-commands gb10check/bandwidth.py writes). The opt-in `docker stop` of --stop-on-low-memory is not
+commands gb10check/reading/bandwidth.py writes). The opt-in `docker stop` of --stop-on-low-memory is not
 sent by such a run (selftests/e2e/test_service.py proves it is sent only with the flag).
 """
 
@@ -18,11 +18,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from gb10check import bandwidth, collective, init_command, plan_command, probes
+from gb10check.commands import init as init_command
+from gb10check.commands import plan as plan_command
+from gb10check.deployment.launch import running
 from gb10check.inventory import load_inventory
-from gb10check.launch import running
-from gb10check.parsers import nccl_library
-from gb10check.snapshot import Probe, build_script
+from gb10check.reading import bandwidth, collective, probes
+from gb10check.reading.parsers import nccl_library
+from gb10check.reading.snapshot import Probe, build_script
 from selftests.e2e.runner import run_suite
 
 PATH = r"[\w./+-]+"
@@ -115,7 +117,7 @@ _STOP = re.compile(r"pid=\$\(cat (?P<log>/tmp/gb10check-bw\.\w+\.\d+)\.pid 2>/de
 
 
 def is_bandwidth_process(command: str) -> bool:
-    """The bandwidth test's own processes, exactly as gb10check/bandwidth.py writes them: its server
+    """The bandwidth test's own processes, exactly as gb10check/reading/bandwidth.py writes them: its server
     start (under timeout, in its own session), its client (under timeout), and the server's stop."""
     stop = _STOP.match(command)
     if stop:
@@ -176,7 +178,7 @@ def test_every_command_of_gb10check_plan_is_a_read():
 
 def test_every_command_of_gb10check_init_is_a_read():
     """`gb10check init` sends its own reads (then `gb10check plan`'s file reads, proven above)."""
-    from gb10check import discover, peers
+    from gb10check.reading import discover, peers
 
     commands = [p.command for p in init_command._probes(init_command.READS)]
     assert len(commands) == 6 and sum("find /home" in c for c in commands) == 2, commands
@@ -234,7 +236,7 @@ def test_a_healthy_run_of_every_marker_sends_only_reads(tmp_path):
 
 
 def is_collective_command(command: str) -> bool:
-    """Exactly what gb10check/collective.py sends: its throwaway container (`--rm --pull never`, its own
+    """Exactly what gb10check/reading/collective.py sends: its throwaway container (`--rm --pull never`, its own
     name and label, the plan's settings and variables, PROGRAM), and the `docker rm -f` of that name."""
     name = rf"{collective.MARK}-\d+-\d+-r\d+"
     if re.fullmatch(rf"docker rm -f {name}", command):
@@ -260,7 +262,7 @@ def is_collective_command(command: str) -> bool:
 
 def test_before_start_the_collective_sends_only_its_own_container_and_reads(tmp_path):
     """Before vLLM starts, the network stage runs NCCL in the serving image (tests_network/test_collective.py):
-    on each node its throwaway container and its removal, exactly as gb10check/collective.py writes them."""
+    on each node its throwaway container and its removal, exactly as gb10check/reading/collective.py writes them."""
     run = run_suite(tmp_path, "--sim", "before-start", "-m", "network", timeout=300)
     assert run.rc == 0, run.out
     sent = {node: t["sent"] for node, t in run.summary["transports"].items()}

@@ -8,12 +8,12 @@ import re
 import jsonschema
 import pytest
 
-from gb10check.dark_ports import OWNER_TEST
+from gb10check.judging.dark_ports import OWNER_TEST
 from selftests.e2e.runner import PROJECT, run_scenario, run_suite, sim_leftovers
 from sim.scenario import builtin_names, load_scenario
 
 pytestmark = pytest.mark.sim
-SCHEMA = json.loads((PROJECT / "gb10check" / "summary.schema.json").read_text())
+SCHEMA = json.loads((PROJECT / "gb10check" / "reporting" / "summary.schema.json").read_text())
 
 DRV = "tests_preflight/test_driver.py::test_driver_versions_match"
 INSTALLED = "tests_preflight/test_driver.py::test_installed_module_is_the_loaded_one"

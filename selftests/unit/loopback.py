@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gb10check.api import ApiClient
 from gb10check.inventory import ApiSpec
+from gb10check.service.api import ApiClient
 
 
 def api_client(port: int, request_timeout: float = 3, read_timeout: float = 15) -> ApiClient:

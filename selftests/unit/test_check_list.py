@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import check_list
-from gb10check.check_list import CheckListError, markdown, read_checks
+from gb10check.commands import check_list
+from gb10check.commands.check_list import CheckListError, markdown, read_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_docs_checks_md_is_current():
     made = markdown(read_checks(ROOT))
     committed = (ROOT / "docs" / "checks.md").read_text(encoding="utf-8")
-    assert committed == made, "docs/checks.md is stale: python -m gb10check.check_list > docs/checks.md"
+    assert committed == made, "docs/checks.md is stale: python -m gb10check.commands.check_list > docs/checks.md"
 
 
 def test_every_check_of_the_suite_is_listed():

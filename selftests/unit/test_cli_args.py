@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.cli import _normalised, _with_stage
+from gb10check.commands.cli import _normalised, _with_stage
 from gb10check.errors import CommandLineError
 
 
@@ -22,7 +22,7 @@ def test_a_stage_keeps_the_operators_own_marker_expression(args, expected):
     assert _with_stage(args, "network") == expected
 
 
-# -- values of the suite's options, with or without '=' (gb10check/cli.py's _normalised) -------------------
+# -- values of the suite's options, with or without '=' (gb10check/commands/cli.py's _normalised) -------------------
 @pytest.mark.parametrize("flag", ["--cluster", "--reports-dir", "--history", "--hints", "--prometheus"])
 def test_a_path_option_without_its_path_is_a_usage_error(flag, tmp_path):
     for args in ([flag], [flag, "-q"], [f"{flag}="]):
@@ -80,7 +80,7 @@ def test_a_scenario_file_is_made_absolute_on_either_side_of_the_at(arg, expected
 def test_version_bare_and_stage_help_answer_in_the_suites_words(capsys):
     from importlib.metadata import version
 
-    from gb10check.cli import main
+    from gb10check.commands.cli import main
 
     assert main(["--version"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -1,4 +1,4 @@
-"""gb10check/collective.py: the throwaway container's command from a rank's launch plan, and a rank's output
+"""gb10check/reading/collective.py: the throwaway container's command from a rank's launch plan, and a rank's output
 read into what it proved (the sim's lines and a real DGX Spark's NCCL lines)."""
 
 from __future__ import annotations
@@ -7,7 +7,14 @@ import json
 import shlex
 from pathlib import Path
 
-from gb10check.collective import MARK, PROGRAM, container_name, docker_run_argv, parse_rank_output, remove_command
+from gb10check.reading.collective import (
+    MARK,
+    PROGRAM,
+    container_name,
+    docker_run_argv,
+    parse_rank_output,
+    remove_command,
+)
 from selftests.unit.test_launch_script import _compose
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import completion
+from gb10check.commands import completion
 
 ROOT = Path(completion.__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ def test_zsh_registers_it_and_completes_as_bash_does(scripts):
 
 
 def test_the_command_prints_it_and_refuses_another_shell(capsys):
-    from gb10check.cli import main
+    from gb10check.commands.cli import main
 
     assert main(["completion", "bash"]) == 0
     assert "complete -o default -F _gb10check gb10check" in capsys.readouterr().out

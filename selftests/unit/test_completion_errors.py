@@ -9,8 +9,8 @@ import tomllib
 
 import pytest
 
-from gb10check.hints import Catalogue
-from gb10check.parsers.perftest import WC_STATUS, classify_failure
+from gb10check.judging.hints import Catalogue
+from gb10check.reading.parsers.perftest import WC_STATUS, classify_failure
 from selftests.conftest import DATA
 
 PERFTEST = tomllib.loads((DATA / "commands/ib_write_bw.error.completion_error.formats_by_version.toml").read_text())

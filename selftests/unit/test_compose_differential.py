@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose import ComposeService, parse_compose_config
-from gb10check.compose_fallback import load_service, parse_dotenv
+from gb10check.deployment.compose import ComposeService, parse_compose_config
+from gb10check.deployment.compose_fallback import load_service, parse_dotenv
+from gb10check.deployment.launch.container_command import argv_of, container_started
 from gb10check.errors import ParseError
-from gb10check.launch.container_command import argv_of, container_started
-from gb10check.probes import DEFAULT_NAMES, OVERRIDE_NAMES
+from gb10check.reading.probes import DEFAULT_NAMES, OVERRIDE_NAMES
 
 PROJECT = Path(__file__).resolve().parents[2]
 CASES = PROJECT / "selftests" / "data" / "compose_cases"

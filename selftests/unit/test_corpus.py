@@ -29,16 +29,16 @@ from typing import Any
 
 import pytest
 
-from gb10check.compose import parse_compose_config
-from gb10check.compose_fallback import load_service, parse_dotenv
+from gb10check.deployment.compose import parse_compose_config
+from gb10check.deployment.compose_fallback import load_service, parse_dotenv
+from gb10check.deployment.launch.docker_run import run_plan
+from gb10check.deployment.launch.from_compose import compose_plan
+from gb10check.deployment.launch.from_script import read_script, started_by, started_remotely
+from gb10check.deployment.launch.plan import LaunchPlan
+from gb10check.deployment.launch.process import started
+from gb10check.deployment.launch.rules import RULES, Context, NotApplicable
 from gb10check.errors import DecidedAtStart, GB10Error, ParseError
 from gb10check.inventory import Inventory, parse_inventory
-from gb10check.launch.docker_run import run_plan
-from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.from_script import read_script, started_by, started_remotely
-from gb10check.launch.plan import LaunchPlan
-from gb10check.launch.process import started
-from gb10check.launch.rules import RULES, Context, NotApplicable
 
 PROJECT = Path(__file__).resolve().parents[2]
 CORPUS = PROJECT / "selftests" / "corpus"

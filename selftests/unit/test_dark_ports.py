@@ -1,10 +1,10 @@
-"""Which check owns a dark port (gb10check/dark_ports.py): one fault, one owner, on every topology."""
+"""Which check owns a dark port (gb10check/judging/dark_ports.py): one fault, one owner, on every topology."""
 
 from __future__ import annotations
 
 import pytest
 
-from gb10check.dark_ports import FOLLOWS, End, explaining, owners
+from gb10check.judging.dark_ports import FOLLOWS, End, explaining, owners
 
 
 def _ends(*states: tuple[str, str]) -> list[End]:

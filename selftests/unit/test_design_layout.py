@@ -39,10 +39,11 @@ def layout_block(text: str) -> list[str]:
 
 
 def entries(lines: list[str]) -> list[Entry]:
-    """Each entry with the folder it sits in: a top-level `x/` opens a folder, an entry indented under it is in
-    it; a line indented past the names column continues the entry above."""
+    """Each entry with the folder it sits in: a top-level `x/` opens a folder, an entry indented under it (2
+    spaces) is in it, and an entry indented 4 under a folder entry (`  reading/`) is in that sub-folder; a line
+    indented past that continues the entry above."""
     out: list[Entry] = []
-    top = ""
+    top, sub = "", ""
     for line in lines:
         match = ENTRY.match(line)
         if match is None or len(match["indent"]) > 4:
@@ -52,10 +53,13 @@ def entries(lines: list[str]) -> list[Entry]:
         indent, name = len(match["indent"]), match["name"]
         if indent == 0:
             # the top line may name several folders ("tests_preflight/ tests_network/ ...")
-            top = name.rstrip("/") if name.endswith("/") else ""
+            top, sub = (name.rstrip("/") if name.endswith("/") else ""), ""
             out.append(Entry("", name, [line[len(name) :]]))
-        else:
+        elif indent <= 2 or not sub:
+            sub = name.rstrip("/") if name.endswith("/") else ""
             out.append(Entry(top, name, [line[indent + len(name) :]]))
+        else:
+            out.append(Entry(f"{top}/{sub}", name, [line[indent + len(name) :]]))
     return out
 
 
@@ -102,7 +106,8 @@ def test_the_layout_block_is_read():
     names = {(e.folder, e.name) for e in found}
     assert ("gb10check", "inventory.py") in names
     assert ("fixtures", "settings.py") in names
-    assert ("gb10check", "launch/") in names
+    assert ("gb10check/deployment", "launch/") in names
+    assert ("gb10check/reading", "probes.py") in names
 
 
 def test_every_module_is_placed_in_the_layout():
@@ -119,8 +124,17 @@ def test_every_module_the_layout_names_exists():
 
 
 def test_a_folder_entry_places_its_modules_by_their_bare_names():
-    lines = ["gb10check/   the library", "  parsers/   one module per tool output (nvidia, ufw)", "  x.py   a"]
+    lines = [
+        "gb10check/   the library",
+        "  parsers/   one module per tool output (nvidia, ufw)",
+        "  x.py   a",
+        "  reading/   reading the nodes",
+        "    y.py   b",
+        "    rdma/   (sysfs, ibdev2netdev)",
+        "  z.py   c",
+    ]
     found = entries(lines)
     assert _folder_places(found, "gb10check/parsers/ufw.py")
     assert not _folder_places(found, "gb10check/parsers/meminfo.py")
-    assert placed_modules(found) == {"gb10check/x.py"}
+    assert _folder_places(found, "gb10check/reading/rdma/sysfs.py")
+    assert placed_modules(found) == {"gb10check/x.py", "gb10check/reading/y.py", "gb10check/z.py"}

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check import probes
-from gb10check.asks import REASONING
-from gb10check.diagnosis import expect_finished, explain, findings_in, log_findings, startup_findings, stopped
 from gb10check.errors import ServiceError
-from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import expected_milestones, milestones, parse_docker_log
-from gb10check.snapshot import Snapshot
-from gb10check.transport import CommandResult
-from gb10check.verdict import CheckFailed, Evidence
+from gb10check.judging.diagnosis import expect_finished, explain, findings_in, log_findings, startup_findings, stopped
+from gb10check.judging.hints import Catalogue
+from gb10check.judging.verdict import CheckFailed, Evidence
+from gb10check.reading import probes
+from gb10check.reading.parsers.vllm_log import expected_milestones, milestones, parse_docker_log
+from gb10check.reading.snapshot import Snapshot
+from gb10check.reading.transport import CommandResult
+from gb10check.service.asks import REASONING
 
 START = [
     "2026-12-01T09:00:09.000000000Z (EngineCore_DP0 pid=187) INFO 12-01 09:00:09 [parallel_state.py:1411] rank 0 "

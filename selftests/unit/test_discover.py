@@ -1,4 +1,4 @@
-"""gb10check init's discovery: the fabric from what nodes say (gb10check/discover.py), the inventory it
+"""gb10check init's discovery: the fabric from what nodes say (gb10check/reading/discover.py), the inventory it
 writes (every value with its source, TODO lines refused by the reader) and the drift it reports."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import argparse
 
 import pytest
 
-from gb10check import discover, init_command
 from gb10check import inventory as inv
+from gb10check.commands import init as init_command
 from gb10check.errors import InventoryError
-from gb10check.parsers.iproute import Netdev
-from gb10check.parsers.rdma_sysfs import Gid, RdmaPortState
+from gb10check.reading import discover
+from gb10check.reading.parsers.iproute import Netdev
+from gb10check.reading.parsers.rdma_sysfs import Gid, RdmaPortState
 
 F0, F1 = ("enp1s0f0np0", "rocep1s0f0"), ("enp1s0f1np1", "rocep1s0f1")
 G0, G1 = ("enP2p1s0f0np0", "roceP2p1s0f0"), ("enP2p1s0f1np1", "roceP2p1s0f1")
@@ -221,7 +222,7 @@ def test_the_same_ring_written_the_other_way_round_is_no_drift():
 def test_init_names_a_node_it_cannot_reach_as_typed_and_exits_as_a_set_up_error(tmp_path, capsys):
     """A name that does not resolve is said as such, once, with the name the operator typed and its rank;
     no file is written and the exit is 4 (set-up), not 1 (drift)."""
-    from gb10check import init_command
+    from gb10check.commands import init as init_command
 
     out = tmp_path / "cluster.toml"
     rc = init_command.main(["no-such-host.invalid", "-o", str(out), "--connect-timeout", "2"])

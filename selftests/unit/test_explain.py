@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gb10check.explain import explain
-from gb10check.hints import Catalogue
-from gb10check.parsers.vllm_log import nccl_channels, parse_docker_log
+from gb10check.commands.explain import explain
+from gb10check.judging.hints import Catalogue
+from gb10check.reading.parsers.vllm_log import nccl_channels, parse_docker_log
 
 CATALOGUE = Catalogue.load()
 ASSIGNED = "(EngineCore_DP0 pid=93) INFO 12-03 10:00:00 [parallel_state.py:1] rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 0, EP rank 0"  # noqa: E501
@@ -104,7 +104,7 @@ def test_a_node_s_bytes_are_shown_not_obeyed_and_secrets_masked():
     e = explain("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 Gloo timed out\x1b]0;owned\x07\u202e\n", "t", CATALOGUE)
     assert e.rows and "hf_abcdefghijklmnop" not in e.rows[0].text
     out = subprocess.run(
-        [sys.executable, "-m", "gb10check.cli", "explain", "--json", "-"],
+        [sys.executable, "-m", "gb10check.commands.cli", "explain", "--json", "-"],
         input="Gloo timed out \u202e\n",
         capture_output=True,
         text=True,
@@ -117,7 +117,7 @@ def test_a_node_s_bytes_are_shown_not_obeyed_and_secrets_masked():
 @pytest.mark.parametrize(("args", "rc"), [(["/nonexistent.log"], 4), (["--bogus"], 4), (["-"], 0)])
 def test_explain_exit_status(args, rc):
     out = subprocess.run(
-        [sys.executable, "-m", "gb10check.cli", "explain", *args],
+        [sys.executable, "-m", "gb10check.commands.cli", "explain", *args],
         input="INFO all well\n",
         capture_output=True,
         text=True,

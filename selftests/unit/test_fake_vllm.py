@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gb10check.parsers.vllm_api import parse_sse, sse_chunks
+from gb10check.reading.parsers.vllm_api import parse_sse, sse_chunks
 from sim.fake_vllm import Engine, make_handler
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm_api"

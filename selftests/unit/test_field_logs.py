@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gb10check.explain import explain, main
-from gb10check.hints import Catalogue
+from gb10check.commands.explain import explain, main
+from gb10check.judging.hints import Catalogue
 from selftests.conftest import DATA
 
 FIELD = DATA / "logs" / "field"

@@ -1,4 +1,4 @@
-"""nvidia-smi's GPU state query (gb10check/parsers/gpu_clocks.py): an idle GB10's line, reasons active,
+"""nvidia-smi's GPU state query (gb10check/reading/parsers/gpu_clocks.py): an idle GB10's line, reasons active,
 fields the GPU does not report, and garbage (each a ParseError quoting the output)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gb10check.errors import ParseError
-from gb10check.parsers.gpu_clocks import FIELDS, QUERY, parse_gpu_clocks
+from gb10check.reading.parsers.gpu_clocks import FIELDS, QUERY, parse_gpu_clocks
 
 
 def test_an_idle_gb10(capture):

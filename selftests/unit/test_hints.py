@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gb10check.errors import HintCatalogueError
-from gb10check.hint_context import fields_in, render_command
-from gb10check.hints import HAND_PLACEHOLDER, Catalogue, parse_catalogue
+from gb10check.judging.hint_context import fields_in, render_command
+from gb10check.judging.hints import HAND_PLACEHOLDER, Catalogue, parse_catalogue
 
 PROJECT = Path(__file__).resolve().parents[2]
 REQUIRED = {
@@ -70,7 +70,7 @@ def test_every_hint_a_test_names_is_in_the_catalogue():
 
 
 def test_every_launch_rule_hint_is_in_the_catalogue():
-    from gb10check.launch.rules import RULES
+    from gb10check.deployment.launch.rules import RULES
 
     ids = Catalogue.load().ids
     assert len({r.id for r in RULES}) == len(RULES)
@@ -141,9 +141,9 @@ def test_missing_site_file(tmp_path):
 
 # -- every printed command is complete and safe to paste --------------------------------------
 def _example_contexts():
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
-    from gb10check.probes import root_reads
+    from gb10check.judging.hint_context import context_for
+    from gb10check.reading.probes import root_reads
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     extra = {
@@ -166,7 +166,7 @@ def _example_contexts():
 def test_every_command_renders_complete_for_every_node():
     """With the example inventory, a node, its link and the error's fields, no command keeps a placeholder,
     and none names the field report's values unless the inventory says them."""
-    from gb10check.hint_context import fields_in, render_command
+    from gb10check.judging.hint_context import fields_in, render_command
 
     _, contexts = _example_contexts()
     cat = Catalogue.load()
@@ -180,8 +180,8 @@ def test_every_command_renders_complete_for_every_node():
 
 
 def test_commands_follow_the_inventory_not_the_field_report(tmp_path):
-    from gb10check.hint_context import context_for
     from gb10check.inventory import parse_inventory
+    from gb10check.judging.hint_context import context_for
 
     text = (PROJECT / "fixtures" / "cluster.example.toml").read_text()
     text = text.replace("vllm-qwen38", "llm-prod").replace("/home/lenovo/vllm", "/srv/llm")
@@ -199,7 +199,7 @@ def test_the_sudoers_rule_names_exact_files_and_passes_visudo(tmp_path):
     import shutil
     import subprocess
 
-    from gb10check.hint_context import render_command
+    from gb10check.judging.hint_context import render_command
 
     _, contexts = _example_contexts()
     rank1 = contexts[1]
@@ -258,7 +258,7 @@ def test_host_key_advice_never_trusts_whatever_answers():
 def test_every_hint_id_the_library_names_is_builtin():
     """Errors, parsers and transports name hint ids (the plugin checks tests and itself at run time;
     the library's are held here, to the builtin catalogue a site file can override but not shrink)."""
-    from gb10check.hints import hint_ids_in_source
+    from gb10check.judging.hints import hint_ids_in_source
 
     cat = Catalogue.load()
     named = {
@@ -278,8 +278,8 @@ def _commands(text):
 def test_firewall_advice_is_what_the_failure_found_missing():
     """firewall-blocks: the failure says `sudo ufw allow 20001/tcp && sudo ufw allow from 192.168.101.0/24`;
     the hint says the same, not the link-local subnet that is allowed, and not without the API port."""
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
+    from gb10check.judging.hint_context import context_for
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     missing = {"qsfp_subnet": ["192.168.101.0/24"], "ufw_port": ["20001"]}
@@ -295,8 +295,8 @@ def test_link_down_advice_is_the_down_netdev_on_its_node_once():
     """link-down (enP2p1s0f0np0 down on rank 1): the failures on both ends, on the bandwidth run and the
     ssh mesh give one `ip link set` line, for the netdev that is down, on the node that has it down;
     never the healthy netdev, never the other end (which is up), never a line without its node."""
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
+    from gb10check.judging.hint_context import context_for
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     r0, r1, down = "thinkstationpgx-30", "thinkstationpgx-32", "enP2p1s0f0np0"
@@ -313,8 +313,8 @@ def test_link_down_advice_is_the_down_netdev_on_its_node_once():
 
 def test_a_failure_about_no_link_gets_no_list_of_every_link():
     """Without the failing check naming its items, a list field is empty: the command is left out."""
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
+    from gb10check.judging.hint_context import context_for
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     ctx = context_for(inv, "thinkstationpgx-32")
@@ -334,8 +334,8 @@ def test_a_failure_about_no_link_gets_no_list_of_every_link():
 
 def test_a_command_that_says_where_it_runs_gets_no_node_label():
     """`ssh ... {ssh_target}` runs where gb10check runs, not on the node it cannot reach."""
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
+    from gb10check.judging.hint_context import context_for
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     text = Catalogue.load()["node-unreachable"].render([context_for(inv, "thinkstationpgx-32")])
@@ -350,7 +350,7 @@ def test_a_missing_file_read_by_a_glob_is_listed_by_that_glob_on_its_node():
     import subprocess
 
     from gb10check.errors import MissingFile
-    from gb10check.snapshot import _NO_SUCH_FILE
+    from gb10check.reading.snapshot import _NO_SUCH_FILE
 
     stderr = "grep: /sys/class/infiniband/*/fw_ver: No such file or directory\n"
     path = _NO_SUCH_FILE.search(stderr)["path"]  # type: ignore[index]
@@ -381,7 +381,7 @@ def _bash_syntax_errors(commands: list[str]) -> list[tuple[str, str]]:
 def test_every_printed_command_is_valid_bash_with_no_quoted_path_glob():
     """What an operator pastes parses as bash for every node of the example, and no quoted word is a path
     holding a glob (`'/sys/class/infiniband/*/fw_ver'` names a file called `*`)."""
-    from gb10check.hint_context import render_command
+    from gb10check.judging.hint_context import render_command
 
     _, contexts = _example_contexts()
     cat = Catalogue.load()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from gb10check import history as hist
-from gb10check import html_report
+from gb10check.reporting import history as hist
+from gb10check.reporting import html_report
 from selftests.e2e import bad_day
 
 VERDICTS = {"passed", "failed", "error", "skipped", "interrupted"}

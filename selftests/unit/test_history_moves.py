@@ -1,11 +1,11 @@
-"""Figures that name a place (gb10check/history.py MOVED_FIGURES: the GID index of a rail's member): a change
+"""Figures that name a place (gb10check/reporting/history.py MOVED_FIGURES: the GID index of a rail's member): a change
 since the previous kept run is a move, named with both values; no previous value is no verdict."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gb10check import history as hist
+from gb10check.reporting import history as hist
 
 GID = "test_gid_index[thinkstationpgx-32-enP2p1s0f0np0]::gid_index"
 BW = "test_rdma_bandwidth[enP2p1s0f0np0]::bandwidth_gbps"

@@ -1,4 +1,4 @@
-"""The nightly's trend checks (gb10check/history.py, trends): a figure is judged against the spread of its
+"""The nightly's trend checks (gb10check/reporting/history.py, trends): a figure is judged against the spread of its
 own history, so that noise does not fail and a real drop fails on its first night.
 
 Recorded: selftests/data/history/sim-healthy-decode.json, healthy nightlies of the simulated cluster's
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import history as hist
 from gb10check.errors import InventoryError
 from gb10check.inventory import HistoryRules, parse_inventory
+from gb10check.reporting import history as hist
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "sim-healthy-decode.json"
 RECORDED = json.loads(DATA.read_text())

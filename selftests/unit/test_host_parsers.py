@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from gb10check.deployment.nccl import ib_hca_selects
 from gb10check.errors import ParseError
-from gb10check.nccl import ib_hca_selects
-from gb10check.parsers.framed import FileRead
-from gb10check.parsers.kernel_log import parse_kernel_log
-from gb10check.parsers.logind import parse_linger, parse_remove_ipc
-from gb10check.parsers.nccl_conf import NcclSetting, in_force, parse_conf_lines
+from gb10check.reading.parsers.framed import FileRead
+from gb10check.reading.parsers.kernel_log import parse_kernel_log
+from gb10check.reading.parsers.logind import parse_linger, parse_remove_ipc
+from gb10check.reading.parsers.nccl_conf import NcclSetting, in_force, parse_conf_lines
 
 BOOT = [
     "[    6.000000] mlx5_core 0000:01:00.0: firmware version: 28.45.1020",

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gb10check import html_report
-from gb10check.history import Run, Trend
 from gb10check.inventory import load_inventory
-from gb10check.report import Row, bandwidth_matrix, cluster_of, title_of
-from gb10check.trend_plot import plot, time_labels
+from gb10check.reporting import html_report
+from gb10check.reporting.history import Run, Trend
+from gb10check.reporting.report import Row, bandwidth_matrix, cluster_of, title_of
+from gb10check.reporting.trend_plot import plot, time_labels
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from gb10check.errors import ParseError, ServiceError
-from gb10check.parsers.vllm_api import parse_models
+from gb10check.reading.parsers.vllm_api import parse_models
 from selftests.unit.loopback import api_client
 
 

@@ -12,16 +12,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from gb10check import known_issues_command
+from gb10check.commands import known_issues as known_issues_command
+from gb10check.deployment.launch.vllm_args import parse_vllm
 from gb10check.errors import GB10Error, HintCatalogueError, ParseError
-from gb10check.hints import Catalogue
-from gb10check.known_issue_facts import cuda_graphs, image_driver, nccl_from, node_facts
-from gb10check.known_issues import FACTS, Condition, judge, load, parse_known_issues, version_key
-from gb10check.launch.vllm_args import parse_vllm
-from gb10check.parsers.host_release import NO_DGX_RELEASE, parse_dgx_release
-from gb10check.parsers.nccl_library import SCRIPT, parse_container_libraries
-from gb10check.snapshot import Snapshot
-from gb10check.transport import CommandResult
+from gb10check.judging.hints import Catalogue
+from gb10check.judging.known_issue_facts import cuda_graphs, image_driver, nccl_from, node_facts
+from gb10check.judging.known_issues import FACTS, Condition, judge, load, parse_known_issues, version_key
+from gb10check.reading.parsers.host_release import NO_DGX_RELEASE, parse_dgx_release
+from gb10check.reading.parsers.nccl_library import SCRIPT, parse_container_libraries
+from gb10check.reading.snapshot import Snapshot
+from gb10check.reading.transport import CommandResult
 
 PROJECT = Path(__file__).resolve().parents[2]
 ENTRY = """[[known_issue]]
@@ -127,7 +127,7 @@ def test_every_entry_is_a_hint_and_may_not_take_a_hints_id(tmp_path):
         assert all(s.url in hint.cause for s in entry.sources)  # the hint names the sources
     clash = tmp_path / "clash.toml"
     clash.write_text(ENTRY.replace('"x-y"', '"roce-link-down"'))
-    with pytest.raises(HintCatalogueError, match=r"has the id of the hint in gb10check/hints\.toml"):
+    with pytest.raises(HintCatalogueError, match=r"has the id of the hint in gb10check/judging/hints\.toml"):
         Catalogue.load((), [clash])
 
 
@@ -274,7 +274,7 @@ def test_a_nodes_facts_from_its_snapshot_what_it_lacks_and_what_could_not_be_rea
 
 
 def test_the_small_files_hashes_and_the_caches_filesystem():
-    from gb10check.parsers.hfcache import parse_fs_type, parse_sha256sums
+    from gb10check.reading.parsers.hfcache import parse_fs_type, parse_sha256sums
 
     digest = "4beb7a92d75b" + "0" * 52
     assert parse_sha256sums(f"{digest}  config.json\n{digest} *tokenizer.json\n") == {

@@ -1,4 +1,4 @@
-"""The launch plan (gb10check/launch) from a compose service, and what the shell reader makes of the
+"""The launch plan (gb10check/deployment/launch) from a compose service, and what the shell reader makes of the
 constructs launchers use (held to real bash case by case in test_script_differential.py)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose_fallback import load_service
+from gb10check.deployment.compose_fallback import load_service
+from gb10check.deployment.launch.from_compose import compose_plan
+from gb10check.deployment.launch.process import started
+from gb10check.deployment.shell.values import Deferred
+from gb10check.deployment.shell.walk import read
 from gb10check.errors import DecidedAtStart, ParseError
-from gb10check.fit import GIB
-from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.process import started
-from gb10check.parsers.docker import Image
-from gb10check.shell.values import Deferred
-from gb10check.shell.walk import read
+from gb10check.judging.fit import GIB
+from gb10check.reading.parsers.docker import Image
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = (ROOT / "sim" / "deploy" / "compose.yml").read_text()

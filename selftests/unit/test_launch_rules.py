@@ -1,4 +1,4 @@
-"""The launch plan's rules (gb10check/launch/rules.py) on the sim's compose file and edits of it: each
+"""The launch plan's rules (gb10check/deployment/launch/rules.py) on the sim's compose file and edits of it: each
 judged by what its source says the value does on the node, four outcomes kept apart."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose_fallback import load_service
-from gb10check.fit import GIB
+from gb10check.deployment.compose_fallback import load_service
+from gb10check.deployment.launch.from_compose import compose_plan
+from gb10check.deployment.launch.rules import RULES, Context, NotApplicable
 from gb10check.inventory import parse_inventory
-from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.rules import RULES, Context, NotApplicable
-from gb10check.parsers.docker import Image
-from gb10check.parsers.iproute import Netdev
-from gb10check.parsers.rdma_sysfs import RdmaPortState
+from gb10check.judging.fit import GIB
+from gb10check.reading.parsers.docker import Image
+from gb10check.reading.parsers.iproute import Netdev
+from gb10check.reading.parsers.rdma_sysfs import RdmaPortState
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = (ROOT / "sim" / "deploy" / "compose.yml").read_text()

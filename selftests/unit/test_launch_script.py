@@ -1,4 +1,4 @@
-"""A launch script's start (gb10check/launch/from_script.py): one deployment written as compose and as a
+"""A launch script's start (gb10check/deployment/launch/from_script.py): one deployment written as compose and as a
 `docker run` launcher gives one launch plan; a compose launcher's shell sets the rank; what cannot be told
 apart before start is refused, naming the lines and what would pick the path."""
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose_fallback import load_service
+from gb10check.deployment.compose_fallback import load_service
+from gb10check.deployment.launch.docker_run import run_plan
+from gb10check.deployment.launch.from_compose import compose_plan
+from gb10check.deployment.launch.from_script import read_script, started_by, started_remotely
+from gb10check.deployment.launch.rules import RULES, Context, NotApplicable
 from gb10check.errors import ParseError
 from gb10check.inventory import parse_inventory
-from gb10check.launch.docker_run import run_plan
-from gb10check.launch.from_compose import compose_plan
-from gb10check.launch.from_script import read_script, started_by, started_remotely
-from gb10check.launch.rules import RULES, Context, NotApplicable
-from gb10check.parsers.docker import Image
+from gb10check.reading.parsers.docker import Image
 from selftests.unit.test_launch_plan import COMPOSE, IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]

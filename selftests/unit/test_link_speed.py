@@ -1,4 +1,4 @@
-"""A figure far below the rate both ends negotiated is a degraded ConnectX-7 (gb10check/bandwidth.py
+"""A figure far below the rate both ends negotiated is a degraded ConnectX-7 (gb10check/reading/bandwidth.py
 `degraded`), apart from a slow link: NVIDIA/dgx-spark-playbooks PR #108's 13.23 Gb/s at 200G against a
 healthy half's 92.57-111.7, a 100G port's ~46 and a loaded link's 40."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check.bandwidth import DEGRADED_SHARE, degraded, degraded_node
+from gb10check.reading.bandwidth import DEGRADED_SHARE, degraded, degraded_node
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """One long line from a node (issue 17, item 1): every pattern the suite matches over a node's output
-reads a bounded line (gb10check.parsers.MAX_LINE), and says how much it left out."""
+reads a bounded line (gb10check.reading.parsers.MAX_LINE), and says how much it left out."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gb10check import parsers
-from gb10check.hints import Catalogue
-from gb10check.parsers import docker, kernel_log, vllm_log
-from gb10check.parsers.docker import ContainerGpuFailure, parse_container_gpus
-from gb10check.parsers.kernel_log import parse_kernel_log
-from gb10check.parsers.vllm_log import MILESTONES, milestones, parse_docker_log
+from gb10check.judging.hints import Catalogue
+from gb10check.reading import parsers
+from gb10check.reading.parsers import docker, kernel_log, vllm_log
+from gb10check.reading.parsers.docker import ContainerGpuFailure, parse_container_gpus
+from gb10check.reading.parsers.kernel_log import parse_kernel_log
+from gb10check.reading.parsers.vllm_log import MILESTONES, milestones, parse_docker_log
 from selftests import adversarial, linear
 
 # each is linear (selftests/linear.py: 16 times the text, at most 48 times the time); unbounded, the

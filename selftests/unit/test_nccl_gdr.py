@@ -1,10 +1,10 @@
-"""NCCL's word on GPU Direct RDMA per HCA (gb10check/parsers/vllm_log.py nccl_gdr), on lines as NCCL prints
+"""NCCL's word on GPU Direct RDMA per HCA (gb10check/reading/parsers/vllm_log.py nccl_gdr), on lines as NCCL prints
 them: a DGX Spark's (selftests/data), a 4-node GB10 write-up's where NET/IB and the RDMA plugin disagree, an
 NCCL tutorial's with GDR on."""
 
 from __future__ import annotations
 
-from gb10check.parsers.vllm_log import nccl_gdr, parse_docker_log
+from gb10check.reading.parsers.vllm_log import nccl_gdr, parse_docker_log
 
 
 def test_a_dgx_spark_with_the_inbox_rdma_core_runs_without_it(capture):

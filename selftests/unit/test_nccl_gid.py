@@ -1,12 +1,12 @@
-"""NCCL_IB_GID_INDEX as NCCL reads it (gb10check/nccl.py, from NCCL v2.30.7-1's src/misc/param.cc and
+"""NCCL_IB_GID_INDEX as NCCL reads it (gb10check/deployment/nccl.py, from NCCL v2.30.7-1's src/misc/param.cc and
 src/transport/net_ib/connect.cc), and the GID NCCL picks itself when the value leaves it the choice."""
 
 from __future__ import annotations
 
 import pytest
 
-from gb10check.nccl import auto_gid_index, gid_index_param
-from gb10check.parsers.rdma_sysfs import Gid, parse_rdma_ports
+from gb10check.deployment.nccl import auto_gid_index, gid_index_param
+from gb10check.reading.parsers.rdma_sysfs import Gid, parse_rdma_ports
 from selftests.unit.test_network_parsers import _probe_output
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from gb10check import topology
 from gb10check.inventory import parse_inventory
-from gb10check.parsers.nccl_tests import parse_nccl_test
+from gb10check.reading.parsers.nccl_tests import parse_nccl_test
 
 DATA = Path(__file__).parent.parent / "data" / "commands"
 

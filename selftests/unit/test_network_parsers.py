@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from gb10check.deployment.nccl import socket_ifname_matches
 from gb10check.errors import ParseError
-from gb10check.nccl import socket_ifname_matches
-from gb10check.parsers.framed import FileRead
-from gb10check.parsers.iproute import parse_ip_addr, parse_ip_route
-from gb10check.parsers.iptables import forwarded, parse_chain
-from gb10check.parsers.neigh import answer_for, parse_ip_neigh
-from gb10check.parsers.netplan import link_local_ipv4
-from gb10check.parsers.ping import parse_ping
-from gb10check.parsers.rdma_sysfs import parse_rdma_ports, show_gids
-from gb10check.parsers.sysctl import parse_flag
+from gb10check.reading.parsers.framed import FileRead
+from gb10check.reading.parsers.iproute import parse_ip_addr, parse_ip_route
+from gb10check.reading.parsers.iptables import forwarded, parse_chain
+from gb10check.reading.parsers.neigh import answer_for, parse_ip_neigh
+from gb10check.reading.parsers.netplan import link_local_ipv4
+from gb10check.reading.parsers.ping import parse_ping
+from gb10check.reading.parsers.rdma_sysfs import parse_rdma_ports, show_gids
+from gb10check.reading.parsers.sysctl import parse_flag
 
 
 def test_cx7_ports_with_carrier_and_link_local(capture):

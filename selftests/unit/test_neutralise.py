@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gb10check.errors import GB10Error
-from gb10check.neutralise import neutralise, neutralise_tree
-from gb10check.verdict import CheckFailed, Evidence
+from gb10check.judging.verdict import CheckFailed, Evidence
+from gb10check.safe_text.neutralise import neutralise, neutralise_tree
 
 OSC_TITLE = "\x1b]0;owned\x07"
 OSC8_LINK = "\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\"
@@ -59,7 +59,7 @@ def test_errors_checks_and_evidence_pass_the_step():
 
 
 def test_prometheus_labels_and_report_html_hold_no_control_character():
-    from gb10check import html_report, prometheus
+    from gb10check.reporting import html_report, prometheus
     from selftests.e2e import bad_day
 
     summary = bad_day.history_template()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gb10check.errors import ParseError
-from gb10check.parsers.ibdev2netdev import parse_ibdev2netdev
-from gb10check.parsers.meminfo import GIB, parse_meminfo
-from gb10check.parsers.nvidia import (
+from gb10check.reading.parsers.ibdev2netdev import parse_ibdev2netdev
+from gb10check.reading.parsers.meminfo import GIB, parse_meminfo
+from gb10check.reading.parsers.nvidia import (
     NoDriver,
     NvidiaSmiQuery,
     NvmlMismatch,
@@ -15,7 +15,7 @@ from gb10check.parsers.nvidia import (
     parse_nvidia_smi_query,
     parse_proc_driver_version,
 )
-from gb10check.parsers.vllm_api import parse_models
+from gb10check.reading.parsers.vllm_api import parse_models
 
 
 def test_proc_driver_version_aarch64_open(capture):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gb10check import discover, peers
-from gb10check.parsers.neigh import parse_ip_neigh
+from gb10check.reading import discover, peers
+from gb10check.reading.parsers.neigh import parse_ip_neigh
 
 
 def _port(netdev: str, address: str | None) -> discover.Port:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import plan_command
+from gb10check.commands import plan as plan_command
+from gb10check.deployment.launch.running import parse_processes, running_plan
 from gb10check.errors import ParseError
-from gb10check.launch.running import parse_processes, running_plan
-from gb10check.parsers.docker import parse_container_inspect
+from gb10check.reading.parsers.docker import parse_container_inspect
 
 PROJECT = Path(__file__).resolve().parents[2]
 COMPOSE = PROJECT / "sim" / "deploy" / "compose.yml"  # the sim's deployment: two ranks, one compose

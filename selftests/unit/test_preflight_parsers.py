@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.compose import parse_size
-from gb10check.compose_fallback import Interpolation, load_service, parse_dotenv
+from gb10check.deployment.compose import parse_size
+from gb10check.deployment.compose_fallback import Interpolation, load_service, parse_dotenv
 from gb10check.errors import ParseError
-from gb10check.firewall import needs_for, verdict
-from gb10check.fit import GIB, Fit, parse_model_config
 from gb10check.inventory import Inventory
-from gb10check.parsers.docker import (
+from gb10check.judging.firewall import needs_for, verdict
+from gb10check.judging.fit import GIB, Fit, parse_model_config
+from gb10check.reading.parsers.docker import (
     ContainerGpuFailure,
     ContainerGpus,
     parse_container_gpus,
@@ -22,8 +22,8 @@ from gb10check.parsers.docker import (
     parse_image_inspect,
     parse_image_list,
 )
-from gb10check.parsers.framed import FileRead, parse_framed_files
-from gb10check.parsers.hfcache import (
+from gb10check.reading.parsers.framed import FileRead, parse_framed_files
+from gb10check.reading.parsers.hfcache import (
     Entry,
     parse_index_total_size,
     parse_listing,
@@ -31,12 +31,12 @@ from gb10check.parsers.hfcache import (
     readable_by,
     snapshot_files,
 )
-from gb10check.parsers.meminfo import parse_meminfo
-from gb10check.parsers.netplan import configured_netdevs
-from gb10check.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_query
-from gb10check.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
-from gb10check.snapshot import Snapshot
-from gb10check.transport import CommandResult
+from gb10check.reading.parsers.meminfo import parse_meminfo
+from gb10check.reading.parsers.netplan import configured_netdevs
+from gb10check.reading.parsers.nvidia import parse_modinfo_version, parse_nvidia_smi_query
+from gb10check.reading.parsers.ufw import parse_default_input_policy, parse_ufw_conf, parse_ufw_status, parse_user_rules
+from gb10check.reading.snapshot import Snapshot
+from gb10check.reading.transport import CommandResult
 from selftests.conftest import DATA
 
 COMPOSE = (Path(__file__).resolve().parents[2] / "sim" / "deploy" / "compose.yml").read_text()
@@ -330,7 +330,7 @@ def _snapshot_of(read, stdout, stderr, rc):
 def test_docker_with_its_daemon_down_is_daemon_down_not_an_empty_answer(read, name, wording):
     """docker 28.2.2 with no daemon (a real run): `image inspect` prints `[]` as for a missing image and
     `info` a JSON of empty server fields; stderr says why. Each read names docker-daemon-down."""
-    from gb10check import probes
+    from gb10check.reading import probes
 
     out = DAEMON_DOWN[name]
     stderr = out["stderr"] if wording == "28" else DOCKER_29_DOWN + "\n"
@@ -360,7 +360,7 @@ def test_docker_info_without_a_server_is_daemon_down_even_without_stderr():
     ],
 )
 def test_tp_must_split_the_attention_and_kv_heads(heads, kv, tp, problems):
-    from gb10check.fit import tp_split_problems
+    from gb10check.judging.fit import tp_split_problems
 
     dims = parse_model_config(
         f'{{"num_hidden_layers": 48, "num_attention_heads": {heads}, "num_key_value_heads": {kv}, "head_dim": 256}}'

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import probes
 from gb10check.errors import PrivilegeRequired, ToolMissing
 from gb10check.inventory import Inventory
-from gb10check.parsers.framed import framed_files_command, parse_framed_files
-from gb10check.probes import Where, as_root_reader
-from gb10check.snapshot import Probe, Read, Snapshot, build_script, new_boundary, split_output
+from gb10check.reading import probes
+from gb10check.reading.parsers.framed import framed_files_command, parse_framed_files
+from gb10check.reading.probes import as_root_reader
+from gb10check.reading.snapshot import Probe, Read, Snapshot, Where, build_script, new_boundary, split_output
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to the unprivileged user")
 

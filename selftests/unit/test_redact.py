@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from gb10check import compose_fallback, diagnosis, probes, redact, secret_shapes
+from gb10check.deployment import compose_fallback
 from gb10check.errors import ParseError, excerpt
-from gb10check.hints import Catalogue
-from gb10check.snapshot import Snapshot
-from gb10check.transport import CommandResult
-from gb10check.verdict import CheckFailed, Evidence
+from gb10check.judging import diagnosis
+from gb10check.judging.hints import Catalogue
+from gb10check.judging.verdict import CheckFailed, Evidence
+from gb10check.reading import probes
+from gb10check.reading.snapshot import Snapshot
+from gb10check.reading.transport import CommandResult
+from gb10check.safe_text import redact, secret_shapes
 from selftests import adversarial, linear
 
 
@@ -186,7 +189,7 @@ def test_every_token_shape_is_linear_on_long_adversarial_text(shape_id):
 
 def test_detect_secrets_is_the_catalogue_and_every_plugin_run_is_bounded():
     """The token shapes come from the installed detect-secrets (no copied rule text in the repository), each
-    pattern of each plugin that runs has its bounds in gb10check/secret_shapes.toml, and the plugins left out
+    pattern of each plugin that runs has its bounds in gb10check/safe_text/secret_shapes.toml, and the plugins left out
     are the ones the file says."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
@@ -200,7 +203,7 @@ def test_detect_secrets_is_the_catalogue_and_every_plugin_run_is_bounded():
     assert all("https://" in shape.source for shape in secret_shapes.load() if shape.source != "detect-secrets")
     from importlib import resources
 
-    assert not resources.files("gb10check").joinpath("secret_rules.toml").is_file()
+    assert not resources.files("gb10check.safe_text").joinpath("secret_rules.toml").is_file()
 
 
 class _Alarm(Exception):

@@ -4,7 +4,7 @@ def test_the_reports_folder_is_held_never_through_a_planted_symlink(tmp_path):
     import pytest as _pytest
 
     from gb10check.errors import ReportsUnwritable
-    from gb10check.report import RUN_LOCK, claim
+    from gb10check.reporting.report import RUN_LOCK, claim
 
     target = tmp_path / "someone-elses-file"
     target.write_text("theirs\n")
@@ -26,7 +26,7 @@ def test_the_reports_folder_is_held_never_through_a_planted_symlink(tmp_path):
 def test_a_long_failure_line_is_cut_between_clauses_never_inside_a_netdev():
     """ring4-out-of-order's line: two cable moves in one finding, 1400 characters; the terminal shows the
     clauses that fit whole and says where the rest is; a line without clauses is cut between words."""
-    from gb10check.report import whole_words
+    from gb10check.reporting.report import whole_words
 
     move = "spark-1's enP2p1s0f0np0 is wired to spark-3's enP2p1s0f1np1: move that cable to spark-2's enP2p1s0f1np1"
     line = f"[cable-crossed] who answers ARP over rail c0b: {move}; {move}; {move}; {move}; {move}; {move}"
@@ -42,7 +42,7 @@ def test_a_long_failure_line_is_cut_between_clauses_never_inside_a_netdev():
 def test_a_simulated_run_names_its_scenario_not_the_sims_runtime_path():
     """The sim's inventory lives under /run for the run only: summary.md names the scenario, a real run its
     inventory's path."""
-    from gb10check.report import Summary
+    from gb10check.reporting.report import Summary
 
     sim = Summary(started=0.0, inventory="/run/gb10sim/123/cluster.toml", scenario="healthy")
     text = sim.to_markdown()

@@ -1,8 +1,8 @@
-"""The order a run's hints are shown in, root cause first (gb10check/root_cause.py)."""
+"""The order a run's hints are shown in, root cause first (gb10check/judging/root_cause.py)."""
 
 from __future__ import annotations
 
-from gb10check.root_cause import hint_order
+from gb10check.judging.root_cause import hint_order
 
 
 def test_a_wedged_rank_comes_before_the_stuck_engine_and_the_timeouts_it_explains():
@@ -67,7 +67,7 @@ def test_the_checks_that_found_a_wedged_rank_come_before_the_requests_it_timed_o
     """switch4-rank-wedged: the request that timed out borrows [rank-wedged] from the logs (it compared
     nothing); the ranks' own log checks found it and come first. Under a node down, the node's own error
     (nothing compared) still leads the findings that follow from it."""
-    from gb10check.root_cause import failures_in_order
+    from gb10check.judging.root_cause import failures_in_order
 
     ok = {"ok": False, "found": "its NCCL watchdog timed out"}
     rows = [

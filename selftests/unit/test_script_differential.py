@@ -9,8 +9,8 @@ NAME ARGS...`, $0 first), `# shell: sh` (run by `sh -c`: dash here, as in vLLM's
 `# bash: restart-loop` (the script restarts vLLM forever: the sandbox's `sleep` ends the shell after the
 first turn). For each case real bash runs the script here (never on a node: the suite never executes a
 script) for rank 0 and rank 1, in a sandbox whose PATH puts a recorder in front of `vllm` and `python3`:
-each invocation writes its argv and environment. gb10check's reader (gb10check/shell, merged over its paths
-by gb10check/launch/process.py) must find the same invocation, with the same arguments and environment.
+each invocation writes its argv and environment. gb10check's reader (gb10check/deployment/shell, merged over its paths
+by gb10check/deployment/launch/process.py) must find the same invocation, with the same arguments and environment.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from gb10check.deployment.launch.process import started
+from gb10check.deployment.launch.vllm_args import parse_vllm
+from gb10check.deployment.shell.values import Deferred
+from gb10check.deployment.shell.walk import read
 from gb10check.errors import ParseError
-from gb10check.launch.process import started
-from gb10check.launch.vllm_args import parse_vllm
-from gb10check.shell.values import Deferred
-from gb10check.shell.walk import read
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "script_cases"
 CASE_FILES = sorted(CASES.glob("*.sh"))

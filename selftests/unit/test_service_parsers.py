@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gb10check.errors import ParseError
-from gb10check.parsers.vllm_api import (
+from gb10check.reading.parsers.vllm_api import (
     decode_metrics,
     merge_tool_call_deltas,
     parse_sse,
@@ -22,7 +22,7 @@ from gb10check.parsers.vllm_api import (
     sse_chunks,
     tool_calls_of,
 )
-from gb10check.parsers.vllm_log import (
+from gb10check.reading.parsers.vllm_log import (
     expected_milestones,
     graph_mode,
     meaningful_text,
@@ -34,7 +34,7 @@ from gb10check.parsers.vllm_log import (
     stops,
     tuning,
 )
-from gb10check.parsers.vllm_metrics import parse_vllm_metrics
+from gb10check.reading.parsers.vllm_metrics import parse_vllm_metrics
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -12,9 +12,16 @@ from pathlib import Path
 import pytest
 
 from gb10check import inventory as inv
-from gb10check import probes
 from gb10check.errors import SimError
-from gb10check.parsers.vllm_log import expected_milestones, milestones, nccl_gdr, nccl_transport, parse_docker_log
+from gb10check.reading import probes
+from gb10check.reading.parsers.vllm_log import (
+    expected_milestones,
+    milestones,
+    nccl_gdr,
+    nccl_transport,
+    parse_docker_log,
+)
+from gb10check.reading.snapshot import Where
 from selftests.e2e.test_read_only import READS
 from sim import deploy, inventory_file, layout, vllm_logs
 from sim.scenario import builtin_names, load_scenario
@@ -307,7 +314,7 @@ def test_the_wire_probe_asks_every_peer_and_is_a_read(name):
         inventory_file.dumps(inventory_file.written(load_scenario(name).model, RUN)), "cluster.toml"
     )
     for node in inventory.nodes:
-        command = probes.NEIGHBOURS.command(probes.Where(inventory, node))
+        command = probes.NEIGHBOURS.command(Where(inventory, node))
         assert command is not None and any(re.fullmatch(r, command) for r in READS), command
         for rail, mine in inventory.members_of(node.name):
             for other in rail.members:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check.compare import odd_ones_out, shown
 from gb10check.errors import ParseError
-from gb10check.parsers.host_release import (
+from gb10check.judging.compare import odd_ones_out, shown
+from gb10check.reading.parsers.host_release import (
     firmware_shown,
     parse_bios,
     parse_fw_versions,
     parse_kernel_release,
     parse_os_release,
 )
-from gb10check.parsers.nccl_library import SCRIPT, parse_nccl_library
+from gb10check.reading.parsers.nccl_library import SCRIPT, parse_nccl_library
 
 
 def test_kernel_release_is_one_word(capture):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from gb10check.snapshot import Probe, build_script, new_boundary, split_output
+from gb10check.reading.snapshot import Probe, build_script, new_boundary, split_output
 
 
 def _run(probes, timeout=5.0):
@@ -74,7 +74,7 @@ def test_a_flooding_probe_is_cut_on_the_node_and_costs_only_itself(tmp_path):
     import pytest
 
     from gb10check.errors import OutputCut
-    from gb10check.snapshot import PROBE_FILE_LIMIT, PROBE_KEEP, Snapshot
+    from gb10check.reading.snapshot import PROBE_FILE_LIMIT, PROBE_KEEP, Snapshot
 
     size = 20 * 1024 * 1024
     probes = (
@@ -106,8 +106,8 @@ def test_a_flooding_probe_is_cut_on_the_node_and_costs_only_itself(tmp_path):
 def test_the_kernel_log_is_streamed_and_a_failed_dmesg_is_no_empty_log(tmp_path):
     from types import SimpleNamespace
 
-    from gb10check import probes
-    from gb10check.parsers.kernel_log import parse_kernel_log
+    from gb10check.reading import probes
+    from gb10check.reading.parsers.kernel_log import parse_kernel_log
 
     dmesg = tmp_path / "dmesg"
     dmesg.write_text(

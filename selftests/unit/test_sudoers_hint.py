@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gb10check.hint_context import render_command, sudoers_line
-from gb10check.hints import Catalogue
-from gb10check.probes import root_reads
+from gb10check.judging.hint_context import render_command, sudoers_line
+from gb10check.judging.hints import Catalogue
+from gb10check.reading.probes import root_reads
 
 PROJECT = Path(__file__).resolve().parents[2]
 # a path in a folder every user may write, named in advance: whoever creates it first owns it
@@ -88,8 +88,8 @@ def _as(user: str, command: str) -> str:
 def test_the_fix_installs_its_own_rule_whatever_another_user_planted(tmp_path):
     """Another local user creates /tmp/gb10check.sudoers first (a valid rule giving everyone root): the fix,
     pasted line by line as the hint prints it by the deployment user, installs the suite's rule."""
-    from gb10check.hint_context import context_for
     from gb10check.inventory import load_inventory
+    from gb10check.judging.hint_context import context_for
 
     inv = load_inventory(PROJECT / "fixtures" / "cluster.example.toml")
     ctx = context_for(inv, inv.nodes[1].name, root_reads=root_reads(["/etc/netplan/40-cx7.yaml"]))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gb10check.errors import NodeUnreachable
-from gb10check.transport import LocalTransport, SshTransport, bounded
+from gb10check.reading.transport import LocalTransport, SshTransport, bounded
 
 
 def test_bounded_wraps_in_coreutils_timeout():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gb10check.verdict import CheckFailed, Comparison, Evidence
+from gb10check.judging.verdict import CheckFailed, Comparison, Evidence
 
 
 def test_a_pass_is_recorded_with_what_was_found():

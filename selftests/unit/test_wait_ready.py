@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gb10check.fit import GIB
-from gb10check.parsers.vllm_log import parse_docker_log, tuning
-from gb10check.watchdog import NodeState, not_ready
+from gb10check.judging.fit import GIB
+from gb10check.reading.parsers.vllm_log import parse_docker_log, tuning
+from gb10check.service.watchdog import NodeState, not_ready
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 LOADED = "(Worker_TP1 pid=88) INFO 12-04 09:05:00 [gpu_model_runner.py:3659] Model loading took 86.33 GiB memory"

@@ -197,8 +197,8 @@ def docker(state: dict[str, Any], args: list[str]) -> tuple[str, str, int]:
     return "", f"docker: '{' '.join(words[:1])}' is not a docker command.\n", 1
 
 
-PROCESSES_MARK = "gb10check-proc"  # gb10check/launch/running.py's PROCESSES_SCRIPT, as it prints
-COLLECTIVE_MARK = "gb10check-collective"  # gb10check/collective.py's containers are named after it
+PROCESSES_MARK = "gb10check-proc"  # gb10check/deployment/launch/running.py's PROCESSES_SCRIPT, as it prints
+COLLECTIVE_MARK = "gb10check-collective"  # gb10check/reading/collective.py's containers are named after it
 STATE_FILE = ""  # the node's state file (main sets it): its folder holds the collective's containers
 
 
@@ -310,7 +310,7 @@ def _processes(c: dict[str, Any]) -> str:
     return f"{PROCESSES_MARK} 1 {argv} {environ}\n"
 
 
-NCCL_MARK = "gb10check-nccl"  # gb10check/parsers/nccl_library.py's script, as that script prints it
+NCCL_MARK = "gb10check-nccl"  # gb10check/reading/parsers/nccl_library.py's script, as that script prints it
 MLX5_MARK = "gb10check-mlx5"  # its first line: the container's libmlx5, with or without the dma-buf symbol
 
 
