@@ -37,7 +37,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from gb10check.reporting import redact  # noqa: E402
+from gb10check.safe_text import redact  # noqa: E402
 from selftests import adversarial  # noqa: E402
 from selftests.e2e import bad_day  # noqa: E402  (the project root, as pytest's pythonpath gives it)
 from selftests.e2e.runner import run_scenario, run_suite  # noqa: E402

@@ -45,7 +45,7 @@ def keyword_dense(size: int) -> str:
     """What starts every token shape's work (gb10check/safe_text/secret_shapes.toml's samples: detect-secrets'
     anchors and the field's prefixes) and every secret word of the masking, each followed by what a
     secret's name or value could be, over and over: every shape runs on every stretch of it."""
-    from gb10check.reporting import secret_shapes  # here: the e2e scenarios use the rest of this module on any checkout
+    from gb10check.safe_text import secret_shapes  # here: the e2e scenarios use the rest of this module on any checkout
 
     words = sorted({shape.sample for shape in secret_shapes.load()})
     unit = "".join(f"{k}{k.upper()}_A0-{k}=x{k}: " for k in words)

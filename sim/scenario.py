@@ -17,7 +17,16 @@ from gb10check.textfile import read_text
 from sim import inventory_file, layout, spec
 from sim.tables import merge
 
-__all__ = ["BUILTIN_DIR", "STARTS", "TOP_KEYS", "Scenario", "builtin_names", "load_scenario", "split_rebase"]
+__all__ = [
+    "BUILTIN_DIR",
+    "STARTS",
+    "TOP_KEYS",
+    "Scenario",
+    "builtin_names",
+    "load_scenario",
+    "merge_rails",
+    "split_rebase",
+]
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 TOP_KEYS = {
@@ -156,7 +165,37 @@ def _over(inherited: dict[str, Any], own: dict[str, Any], path: Path) -> dict[st
     nodes = own.get("nodes")
     named = {k: v for k, v in nodes.items() if not layout.RANK_KEY.match(k)} if isinstance(nodes, dict) else {}
     by_rank = _ranks(merge(inherited, {**shape, "nodes": named}), path)
-    return merge(inherited, _resolve_ranks(own, by_rank, path))
+    return _merged(inherited, _resolve_ranks(own, by_rank, path))
+
+
+def _rail_key(rail: object) -> object:
+    return rail.get("name", rail.get("netdev")) if isinstance(rail, dict) else None
+
+
+def merge_rails(base: list[Any], over: list[Any]) -> list[Any]:
+    """A file's [[rails]] over its base's, by rail (its `name`, or the short form's `netdev`): a rail that
+    gives its members (`members`, or `addresses`) replaces the base's of that name, one that does not
+    (`name = "c0a"`, `mtu = 9000`) changes only the keys it gives, a rail the base lacks is added."""
+    out = [copy.deepcopy(r) for r in base]
+    keys = [_rail_key(r) for r in out]
+    for rail in over:
+        key = _rail_key(rail)
+        if key is None or key not in keys:
+            out.append(copy.deepcopy(rail))
+            keys.append(key)
+            continue
+        i = keys.index(key)
+        whole = isinstance(rail, dict) and ("members" in rail or "addresses" in rail)
+        out[i] = copy.deepcopy(rail) if whole else merge(out[i], rail)
+    return out
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on `base` (tables key by key), their rails by rail (merge_rails)."""
+    out = merge(base, over)
+    if isinstance(base.get("rails"), list) and isinstance(over.get("rails"), list):
+        out["rails"] = merge_rails(base["rails"], over["rails"])
+    return out
 
 
 def _resolve_ranks(own: dict[str, Any], by_rank: dict[int, str], path: Path) -> dict[str, Any]:
@@ -215,7 +254,7 @@ def _expand(data: dict[str, Any], path: Path) -> dict[str, Any]:
         rank = skeleton["nodes"][node]["rank"]
         if isinstance(table, dict) and table.get("rank", rank) != rank:
             raise SimError(f"{path}: nodes.{node}.rank = {table['rank']!r}, but {node} is rank {rank} here")
-    return merge(skeleton, data)
+    return _merged(skeleton, data)
 
 
 @dataclass(frozen=True)

@@ -314,7 +314,8 @@ Wired = tuple[tuple[str, str], tuple[str, str]]  # a cable's two real ends, each
 def rails_from_links(links: object, where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The older `[links.<name>]` tables as the inventory's rails, and their `wired` as the scenario's
     [wired] table: `rdma_device` and `addresses` (every node on the netdev <name>) is the rail of that
-    netdev, `members` the rail <name>; a link that only says `wired` (over its base's) is that fault."""
+    netdev, `members` the rail <name>, a link with neither changes the base's rail <name> (`mtu = 9000`);
+    a link's `wired` (over its base's) is that fault."""
     if not isinstance(links, dict):
         raise ValueError(f"{where}: [links] must be tables [links.<name>]")
     rails: list[dict[str, Any]] = []
@@ -327,7 +328,8 @@ def rails_from_links(links: object, where: str) -> tuple[list[dict[str, Any]], d
             wired[name] = link.pop("wired")
         if not link:
             continue
-        rails.append({"name": name, **link} if "members" in link else {"netdev": name, **link})
+        short = "rdma_device" in link or "addresses" in link
+        rails.append({"netdev": name, **link} if short else {"name": name, **link})  # no members: a change
     return rails, wired
 
 

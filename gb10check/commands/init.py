@@ -34,7 +34,7 @@ import tomli_w
 from gb10check import inventory as inv
 from gb10check.errors import GB10Error, InventoryError, clip
 from gb10check.reading import discover, peers, probes
-from gb10check.reading.node import Node, make_transport
+from gb10check.reading.node import NodeSession, make_transport
 from gb10check.reading.parallel import map_parallel
 from gb10check.reading.parsers.docker import Running, parse_docker_ps
 from gb10check.reading.parsers.framed import parse_word
@@ -159,7 +159,7 @@ def read(asks: Sequence[tuple[str, tuple[Probe, ...]]], opts: argparse.Namespace
     for rank, (host, probes_) in enumerate(asks):
         spec = _node_spec(rank, host, opts)
         transport = LocalTransport(spec.name) if spec.transport == "local" else make_transport(spec, ssh)
-        nodes.append(Node(spec, transport, opts.command_timeout, probes_))
+        nodes.append(NodeSession(spec, transport, opts.command_timeout, probes_))
     try:
         return map_parallel(lambda n: n.probe(n.probes), nodes, name="gb10check-init")
     finally:

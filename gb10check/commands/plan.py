@@ -32,7 +32,7 @@ from gb10check.deployment.launch.rules import RULES, Context, NotApplicable, Rul
 from gb10check.deployment.launch.running import running_plan
 from gb10check.errors import DecidedAtStart, GB10Error, InventoryError
 from gb10check.reading import facts, probes
-from gb10check.reading.node import Node, identifiers, make_transport
+from gb10check.reading.node import NodeSession, identifiers, make_transport
 from gb10check.reading.parallel import map_parallel
 from gb10check.reading.snapshot import Read, Snapshot
 from gb10check.reading.transport import LocalTransport
@@ -139,7 +139,7 @@ def read_snapshots(
         spec = inventory.node(name)
         transport = LocalTransport(name) if offline else make_transport(spec, inventory.ssh)
         timeout = inventory.thresholds.command_timeout
-        nodes.append(Node(spec, transport, timeout, probes.probes_of(reads, inventory, spec)))
+        nodes.append(NodeSession(spec, transport, timeout, probes.probes_of(reads, inventory, spec)))
     try:
         snaps = map_parallel(lambda n: n.probe(n.probes), nodes, name="gb10check-plan")
     finally:

@@ -13,7 +13,7 @@ from gb10check import inventory as inv
 from gb10check.errors import CommandTimeout, GB10Error, clip
 from gb10check.reading import probes
 from gb10check.reading.facts import container
-from gb10check.reading.node import ClusterNodes, Node
+from gb10check.reading.node import ClusterNodes, NodeSession
 from gb10check.reading.parallel import map_parallel
 from gb10check.reading.snapshot import Snapshot
 from gb10check.reading.transport import DOCKER_C_LOCALE
@@ -40,7 +40,7 @@ def read_in_containers(
     *,
     what: str,
     program: str,
-    args: Callable[[Snapshot, Node], str],
+    args: Callable[[Snapshot, NodeSession], str],
     accept_rc: tuple[int, ...],
     parse: Callable[[str, str], T],
 ) -> dict[str, T | GB10Error]:

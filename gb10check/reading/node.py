@@ -1,4 +1,6 @@
-"""A node of the inventory: its transport and its fact snapshot (gathered once per session)."""
+"""A node as this run reaches it (NodeSession: its transport, its fact snapshot gathered once per session,
+every command sent), and the cluster's (ClusterNodes). The inventory's description of a node is
+gb10check/inventory.py's Node; a node's name is a str."""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from gb10check.reading.snapshot import Probe, Read, Snapshot, build_script, new_
 from gb10check.reading.transport import CommandResult, LocalTransport, SshTransport, Transport
 from gb10check.safe_text import redact
 
-__all__ = ["ClusterNodes", "Node", "follows_from", "identifiers", "make_transport"]
+__all__ = ["ClusterNodes", "NodeSession", "follows_from", "identifiers", "make_transport"]
 
 
-class Node:
+class NodeSession:
+    """A node of the inventory (`spec`) as this run reaches it: its transport, its snapshot, what was sent."""
+
     def __init__(
         self,
         spec: inv.Node,
@@ -129,7 +133,7 @@ class ClusterNodes:
         self.inventory = inventory
         timeout = inventory.thresholds.command_timeout
         self.nodes = {
-            s.name: Node(s, make_transport(s, inventory.ssh), timeout, probes_for(inventory, s))
+            s.name: NodeSession(s, make_transport(s, inventory.ssh), timeout, probes_for(inventory, s))
             for s in inventory.nodes
         }
         self._gathered = False
@@ -137,7 +141,7 @@ class ClusterNodes:
         self._prefetch: threading.Thread | None = None
         self.gather_seconds: float | None = None  # the wall time of the parallel snapshot, once taken
 
-    def __getitem__(self, name: str) -> Node:
+    def __getitem__(self, name: str) -> NodeSession:
         return self.nodes[name]
 
     def prefetch(self) -> None:
@@ -154,7 +158,7 @@ class ClusterNodes:
         start = time.monotonic()
         up: list[str] = []
 
-        def one(node: Node) -> str | None:
+        def one(node: NodeSession) -> str | None:
             ok = node.transport.wait_reachable(budget)
             if ok:
                 up.append(node.name)
@@ -178,7 +182,7 @@ class ClusterNodes:
         with self._lock:
             if not self._gathered:
                 start = time.monotonic()
-                map_parallel(Node.snapshot, self.nodes.values(), name="gb10check-snapshot")
+                map_parallel(NodeSession.snapshot, self.nodes.values(), name="gb10check-snapshot")
                 self.gather_seconds = time.monotonic() - start
                 self._gathered = True
 

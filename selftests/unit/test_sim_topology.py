@@ -385,3 +385,33 @@ def test_the_sims_clock_scales_a_timed_tools_wait_not_what_it_prints(monkeypatch
         monkeypatch.setenv(node_files.TIME_SCALE_ENV, bad)
         with pytest.raises(SimError, match=rf"GB10SIM_TIME_SCALE is '{re.escape(bad)}': give a number in \(0, 1\]"):
             node_files.time_scale()
+
+
+def test_a_rail_without_its_members_changes_only_what_it_gives(tmp_path):
+    """[[rails]] merge by rail over the base's (and over a topology's), in both forms: a change of one key
+    keeps the rail's members, a rail that gives its members replaces the base's."""
+    for body in (
+        'base = "healthy"\n[[rails]]\nname = "enp1s0f0np0"\nmtu = 9000\n',
+        'base = "healthy"\n[links.enp1s0f0np0]\nmtu = 9000\n',  # the older form of the same change
+    ):
+        path = tmp_path / "mtu.toml"
+        path.write_text(body)
+        rails = {r.name: r for r in load_scenario(str(path)).model.rails}
+        healthy = {r.name: r for r in load_scenario("healthy").model.rails}
+        assert rails["enp1s0f0np0"].mtu == 9000 and rails["enp1s0f0np0"].members == healthy["enp1s0f0np0"].members
+        assert rails["enP2p1s0f0np0"] == healthy["enP2p1s0f0np0"] and len(rails) == 2
+    ring = tmp_path / "ring.toml"
+    ring.write_text('base = "healthy-ring3"\n[[rails]]\nname = "c1b"\nmtu = 9000\n')
+    rails = {r.name: r for r in load_scenario(str(ring)).model.rails}
+    assert rails["c1b"].mtu == 9000 and [m.node for m in rails["c1b"].members] == [
+        "thinkstationpgx-32",
+        "thinkstationpgx-34",
+    ]
+    assert len(rails) == 6
+    moved = tmp_path / "moved.toml"
+    moved.write_text(
+        'base = "healthy"\n[[rails]]\nnetdev = "enp1s0f0np0"\nrdma_device = "rocep1s0f0"\n'
+        'addresses = { rank0 = "10.9.0.1/24", rank1 = "10.9.0.2/24" }\n'
+    )
+    rails = {r.name: r for r in load_scenario(str(moved)).model.rails}
+    assert [m.address for m in rails["enp1s0f0np0"].members] == ["10.9.0.1/24", "10.9.0.2/24"]
